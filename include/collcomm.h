@@ -1,0 +1,192 @@
+/*
+ * collcomm — collective communication on GPUs and host memory.
+ *
+ * The only public header. The API follows NCCL's (argument order, in-place rules, per-rank counts
+ * for AllGather/ReduceScatter, group semantics, result codes and enum values) with the prefix
+ * `nccl` replaced by `cc`, so a port is a rename. Compiles as C11 and C++; needs no CUDA header.
+ */
+#ifndef COLLCOMM_H_
+#define COLLCOMM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CC_MAJOR 0
+#define CC_MINOR 1
+#define CC_PATCH 0
+#define CC_SUFFIX ""
+#define CC_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define CC_VERSION_CODE CC_VERSION(CC_MAJOR, CC_MINOR, CC_PATCH)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same type as cudaStream_t, so no CUDA header is needed. Host communicators take NULL. */
+typedef struct CUstream_st* ccStream_t;
+
+/* Opaque communicator handle. */
+typedef struct ccComm* ccComm_t;
+
+#define CC_UNIQUE_ID_BYTES 128
+/* Made by ccGetUniqueId on one process and passed to every rank (by any means) before init. */
+typedef struct {
+  char internal[CC_UNIQUE_ID_BYTES];
+} ccUniqueId;
+
+typedef enum {
+  ccSuccess = 0,
+  ccUnhandledCudaError = 1,
+  ccSystemError = 2,
+  ccInternalError = 3,
+  ccInvalidArgument = 4,
+  ccInvalidUsage = 5,
+  ccRemoteError = 6,
+  ccInProgress = 7,
+  ccTimeout = 8,
+  ccNumResults = 9
+} ccResult_t;
+
+typedef enum {
+  ccInt8 = 0,
+  ccChar = 0,
+  ccUint8 = 1,
+  ccInt32 = 2,
+  ccInt = 2,
+  ccUint32 = 3,
+  ccInt64 = 4,
+  ccUint64 = 5,
+  ccFloat16 = 6,
+  ccHalf = 6,
+  ccFloat32 = 7,
+  ccFloat = 7,
+  ccFloat64 = 8,
+  ccDouble = 8,
+  ccBfloat16 = 9,
+  ccFloat8e4m3 = 10,
+  ccFloat8e5m2 = 11,
+  ccNumTypes = 12
+} ccDataType_t;
+
+/* Built-in ops; values from ccNumOps up are handles made by ccRedOpCreatePreMulSum. */
+typedef enum { ccNumOps_dummy = 5 } ccRedOp_dummy_t;
+typedef enum {
+  ccSum = 0,
+  ccProd = 1,
+  ccMax = 2,
+  ccMin = 3,
+  ccAvg = 4,
+  ccNumOps = 5,
+  ccMaxRedOp = 0x7fffffff >> (32 - 8 * sizeof(ccRedOp_dummy_t))
+} ccRedOp_t;
+
+typedef enum {
+  ccScalarDevice = 0,        /* the scalar is in device memory (host memory for host communicators) */
+  ccScalarHostImmediate = 1  /* the scalar is in host memory, read when the op is created */
+} ccScalarResidence_t;
+
+/* A communicator bound to host memory instead of a CUDA device. */
+#define CC_DEVICE_HOST (-2)
+#define CC_SPLIT_NOCOLOR (-1)
+
+#define CC_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define CC_CONFIG_UNDEF_PTR NULL
+
+/*
+ * Versioned communicator configuration. Initialise with CC_CONFIG_INITIALIZER, then set the
+ * fields you care about; fields left undefined take their defaults (and COLLCOMM_* variables).
+ */
+typedef struct ccConfig_v1 {
+  size_t size;         /* sizeof(ccConfig_t), set by the initializer */
+  unsigned int magic;  /* set by the initializer */
+  unsigned int version;
+  int blocking;          /* 1 (default): calls return when done; 0: may return ccInProgress */
+  int device;            /* CUDA ordinal, or CC_DEVICE_HOST; default: the host when no GPU is usable */
+  const char* commName;  /* shown in logs and errors */
+  int timeout;           /* seconds any wait may take (init included); default COLLCOMM_TIMEOUT */
+  int minChannels;
+  int maxChannels;
+  int splitShare; /* accepted for NCCL compatibility; resources are not shared yet */
+} ccConfig_t;
+
+#define CC_CONFIG_MAGIC 0xcc0fc0fcu
+#define CC_CONFIG_INITIALIZER                                                                        \
+  {                                                                                                  \
+    sizeof(ccConfig_t), CC_CONFIG_MAGIC, CC_VERSION(CC_MAJOR, CC_MINOR, CC_PATCH), CC_CONFIG_UNDEF_INT, \
+        CC_CONFIG_UNDEF_INT, CC_CONFIG_UNDEF_PTR, CC_CONFIG_UNDEF_INT, CC_CONFIG_UNDEF_INT,           \
+        CC_CONFIG_UNDEF_INT, CC_CONFIG_UNDEF_INT                                                     \
+  }
+
+/* Library version as CC_VERSION_CODE. */
+ccResult_t ccGetVersion(int* version);
+
+/* Makes a new id and starts the rendezvous service for it in this process (which must stay alive
+ * until every rank has joined). With COLLCOMM_COMM_ID=<host>:<port> set, no service is started. */
+ccResult_t ccGetUniqueId(ccUniqueId* uniqueId);
+
+/* Collective over all nranks: every rank calls it with the same id. Blocks until all have joined
+ * or the timeout passes. */
+ccResult_t ccCommInitRankConfig(ccComm_t* comm, int nranks, ccUniqueId commId, int rank, ccConfig_t* config);
+ccResult_t ccCommInitRank(ccComm_t* comm, int nranks, ccUniqueId commId, int rank);
+/* ndev communicators in this process; devlist NULL (or entries CC_DEVICE_HOST) makes host ones. */
+ccResult_t ccCommInitAll(ccComm_t* comms, int ndev, const int* devlist);
+
+/* Collective over the parent: ranks with the same color form a new communicator, ordered by key
+ * (then parent rank). CC_SPLIT_NOCOLOR gives *newcomm = NULL. */
+ccResult_t ccCommSplit(ccComm_t comm, int color, int key, ccComm_t* newcomm, ccConfig_t* config);
+
+/* Waits for outstanding work, then tears down connections in step with the peers. */
+ccResult_t ccCommFinalize(ccComm_t comm);
+/* Frees the communicator (finalizing first if needed). */
+ccResult_t ccCommDestroy(ccComm_t comm);
+/* Stops everything in flight, from any thread and any state, and frees the communicator. */
+ccResult_t ccCommAbort(ccComm_t comm);
+ccResult_t ccCommGetAsyncError(ccComm_t comm, ccResult_t* asyncError);
+
+const char* ccGetErrorString(ccResult_t result);
+/* The sentence describing the last error on this communicator (NULL: on this thread). */
+const char* ccGetLastError(ccComm_t comm);
+
+ccResult_t ccCommCount(const ccComm_t comm, int* count);
+ccResult_t ccCommDevice(const ccComm_t comm, int* device);
+ccResult_t ccCommUserRank(const ccComm_t comm, int* rank);
+
+/* op = scalar × x, summed. residence says where scalar lives. */
+ccResult_t ccRedOpCreatePreMulSum(ccRedOp_t* op, void* scalar, ccDataType_t datatype, ccScalarResidence_t residence,
+                                  ccComm_t comm);
+ccResult_t ccRedOpDestroy(ccRedOp_t op, ccComm_t comm);
+
+ccResult_t ccReduce(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, ccRedOp_t op, int root,
+                    ccComm_t comm, ccStream_t stream);
+ccResult_t ccBroadcast(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, int root,
+                       ccComm_t comm, ccStream_t stream);
+ccResult_t ccAllReduce(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, ccRedOp_t op,
+                       ccComm_t comm, ccStream_t stream);
+/* recvcount elements per rank; sendbuff holds nranks*recvcount. */
+ccResult_t ccReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ccDataType_t datatype, ccRedOp_t op,
+                           ccComm_t comm, ccStream_t stream);
+/* sendcount elements per rank; recvbuff holds nranks*sendcount. */
+ccResult_t ccAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ccDataType_t datatype, ccComm_t comm,
+                       ccStream_t stream);
+/* count elements to and from each rank; both buffers hold nranks*count. */
+ccResult_t ccAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, ccComm_t comm,
+                      ccStream_t stream);
+/* count elements from each rank; recvbuff (root only) holds nranks*count. */
+ccResult_t ccGather(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, int root, ccComm_t comm,
+                    ccStream_t stream);
+/* count elements to each rank; sendbuff (root only) holds nranks*count. */
+ccResult_t ccScatter(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, int root, ccComm_t comm,
+                     ccStream_t stream);
+ccResult_t ccSend(const void* sendbuff, size_t count, ccDataType_t datatype, int peer, ccComm_t comm,
+                  ccStream_t stream);
+ccResult_t ccRecv(void* recvbuff, size_t count, ccDataType_t datatype, int peer, ccComm_t comm, ccStream_t stream);
+
+/* Operations between ccGroupStart and ccGroupEnd are queued and run together by ccGroupEnd. */
+ccResult_t ccGroupStart(void);
+ccResult_t ccGroupEnd(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLLCOMM_H_ */

@@ -1,0 +1,52 @@
+// The collectives, listed once: X(Kind, "name", reduces?). Enums, names and dispatch tables in the
+// rest of the library expand from this list.
+#pragma once
+
+// clang-format off
+#define CC_COLL_LIST(X)            \
+  X(AllReduce,     "AllReduce",     true)  \
+  X(Broadcast,     "Broadcast",     false) \
+  X(Reduce,        "Reduce",        true)  \
+  X(AllGather,     "AllGather",     false) \
+  X(ReduceScatter, "ReduceScatter", true)  \
+  X(AlltoAll,      "AlltoAll",      false) \
+  X(Gather,        "Gather",        false) \
+  X(Scatter,       "Scatter",       false) \
+  X(Send,          "Send",          false) \
+  X(Recv,          "Recv",          false)
+// clang-format on
+
+namespace collcomm::detail {
+
+enum class CollKind : int {
+#define CC_COLL_ENUM(kind, name, reduces) k##kind,
+  CC_COLL_LIST(CC_COLL_ENUM)
+#undef CC_COLL_ENUM
+};
+
+inline const char* collName(CollKind k) {
+  switch (k) {
+#define CC_COLL_NAME(kind, name, reduces) \
+  case CollKind::k##kind:                 \
+    return name;
+    CC_COLL_LIST(CC_COLL_NAME)
+#undef CC_COLL_NAME
+  }
+  return "?";
+}
+
+inline bool collReduces(CollKind k) {
+  switch (k) {
+#define CC_COLL_REDUCES(kind, name, reduces) \
+  case CollKind::k##kind:                    \
+    return reduces;
+    CC_COLL_LIST(CC_COLL_REDUCES)
+#undef CC_COLL_REDUCES
+  }
+  return false;
+}
+
+enum class Protocol : int { kSimple = 0, kLL = 1 };
+inline const char* protocolName(Protocol p) { return p == Protocol::kLL ? "LL" : "Simple"; }
+
+}  // namespace collcomm::detail

@@ -1,0 +1,39 @@
+// Logging: COLLCOMM_DEBUG=WARN|INFO|TRACE, COLLCOMM_DEBUG_SUBSYS (comma list, ^ to exclude),
+// COLLCOMM_DEBUG_FILE (%h host, %p pid). Setup/control tier only; the data path never logs.
+#pragma once
+
+#include <cstdint>
+
+namespace collcomm::detail {
+
+enum class LogLevel : int { kNone = 0, kVersion = 1, kWarn = 2, kInfo = 3, kTrace = 4 };
+
+enum LogSubsys : uint32_t {
+  kSubsysInit = 1u << 0,
+  kSubsysColl = 1u << 1,
+  kSubsysP2p = 1u << 2,
+  kSubsysShm = 1u << 3,
+  kSubsysNet = 1u << 4,
+  kSubsysBootstrap = 1u << 5,
+  kSubsysGraph = 1u << 6,
+  kSubsysTuning = 1u << 7,
+  kSubsysEnv = 1u << 8,
+  kSubsysAlloc = 1u << 9,
+  kSubsysProxy = 1u << 10,
+  kSubsysAll = ~0u,
+};
+
+bool logEnabled(LogLevel level, uint32_t subsys);
+void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+}  // namespace collcomm::detail
+
+#define CC_LOG(level, subsys, ...)                                                              \
+  do {                                                                                          \
+    if (::collcomm::detail::logEnabled((level), (subsys)))                                      \
+      ::collcomm::detail::logMessage((level), (subsys), __FILE__, __LINE__, __VA_ARGS__);       \
+  } while (0)
+#define CC_WARN(...) CC_LOG(::collcomm::detail::LogLevel::kWarn, ::collcomm::detail::kSubsysAll, __VA_ARGS__)
+#define CC_INFO(subsys, ...) CC_LOG(::collcomm::detail::LogLevel::kInfo, (subsys), __VA_ARGS__)
+#define CC_TRACE(subsys, ...) CC_LOG(::collcomm::detail::LogLevel::kTrace, (subsys), __VA_ARGS__)

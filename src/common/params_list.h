@@ -1,0 +1,29 @@
+// Every COLLCOMM_* variable, declared once: X(id, type, "NAME", default, "one-line doc").
+// type is INT or STR. docs/env.md lists the same set (a unit test checks that it does).
+// clang-format off
+#define CC_PARAM_LIST(X) \
+  X(Debug,          STR, "COLLCOMM_DEBUG",          "",     "log level: VERSION, WARN, INFO or TRACE (default: none)") \
+  X(DebugSubsys,    STR, "COLLCOMM_DEBUG_SUBSYS",   "INIT,ENV", "comma list of INIT,COLL,P2P,SHM,NET,BOOTSTRAP,GRAPH,TUNING,ENV,ALLOC,PROXY,ALL; ^ excludes") \
+  X(DebugFile,      STR, "COLLCOMM_DEBUG_FILE",     "",     "write logs to this file instead of stderr (%h host, %p pid)") \
+  X(Timeout,        INT, "COLLCOMM_TIMEOUT",        "300",  "seconds any wait may take, init included, before ccTimeout") \
+  X(SocketIfname,   STR, "COLLCOMM_SOCKET_IFNAME",  "",     "interfaces for bootstrap/net sockets: prefix list, ^ excludes, = exact") \
+  X(SocketFamily,   STR, "COLLCOMM_SOCKET_FAMILY",  "",     "AF_INET or AF_INET6 to force an address family") \
+  X(CommId,         STR, "COLLCOMM_COMM_ID",        "",     "<host>:<port> of a fixed rendezvous root instead of ccGetUniqueId's") \
+  X(P2pDisable,     INT, "COLLCOMM_P2P_DISABLE",    "0",    "1: ranks in one process connect through SHM (or the next transport)") \
+  X(ShmDisable,     INT, "COLLCOMM_SHM_DISABLE",    "0",    "1: no shared-memory transport between processes") \
+  X(Buffsize,       INT, "COLLCOMM_BUFFSIZE",       "1048576", "bytes of each Simple-protocol connection buffer") \
+  X(LlBuffsize,     INT, "COLLCOMM_LL_BUFFSIZE",    "65536", "bytes of each LL-protocol connection buffer") \
+  X(Proto,          STR, "COLLCOMM_PROTO",          "",     "force a protocol: Simple or LL") \
+  X(Algo,           STR, "COLLCOMM_ALGO",           "",     "force an algorithm: Ring") \
+  X(LlThreshold,    INT, "COLLCOMM_LL_THRESHOLD",   "-1",   "largest message (bytes) sent with LL; -1: planner default") \
+  X(MinNchannels,   INT, "COLLCOMM_MIN_NCHANNELS",  "-1",   "least channels per collective; -1: planner default") \
+  X(MaxNchannels,   INT, "COLLCOMM_MAX_NCHANNELS",  "-1",   "most channels per collective; -1: planner default") \
+  X(SpinCount,      INT, "COLLCOMM_SPIN_COUNT",     "2000", "polls a waiting host thread spins before it starts yielding the core") \
+  X(TopoFile,       STR, "COLLCOMM_TOPO_FILE",      "",     "load the machine topology from this NCCL-format XML file instead of detecting it") \
+  X(TopoDumpFile,   STR, "COLLCOMM_TOPO_DUMP_FILE", "",     "write the topology in use to this XML file (NCCL format)") \
+  X(TopoMerge,      INT, "COLLCOMM_TOPO_MERGE",     "0",    "1: merge COLLCOMM_TOPO_FILE over local detection instead of replacing it") \
+  X(P2pLevel,       STR, "COLLCOMM_P2P_LEVEL",      "",     "farthest GPU-GPU path using P2P: LOC, NVL, NVB, PIX, PXB, PHB or SYS (default PXB)") \
+  X(NetGdrLevel,    STR, "COLLCOMM_NET_GDR_LEVEL",  "",     "farthest GPU-NIC path using GPUDirect RDMA: LOC, NVL, NVB, PIX, PXB, PHB or SYS (default PXB)") \
+  X(PxnDisable,     INT, "COLLCOMM_PXN_DISABLE",    "0",    "1: never route GPU-to-NIC traffic through an NVLink peer GPU (PXN)") \
+  X(NvbDisable,     INT, "COLLCOMM_NVB_DISABLE",    "0",    "1: no GPU-GPU NVLink paths through an intermediate GPU (NVB)")
+// clang-format on

@@ -1,0 +1,99 @@
+// The communicator: everything one rank knows about its job, owned by the thread driving it.
+// Only abortFlag, asyncError and busy may be touched from other threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "collcomm.h"
+#include "collectives/coll_list.h"
+#include "device/fifo.h"
+#include "device/host/host_platform.h"
+#include "plan/tuner.h"
+#include "transport/transport.h"
+
+namespace collcomm::detail {
+
+inline constexpr uint32_t kCommMagic = 0xc011c033u;
+inline constexpr uint32_t kCommDeadMagic = 0xdeadc033u;
+
+// Effective configuration of a communicator (config struct, then COLLCOMM_*, then defaults).
+struct CommConfig {
+  int blocking = 1;
+  int device = CC_DEVICE_HOST;
+  std::string name;
+  int timeoutSeconds = 300;
+  int minChannels = 1;
+  int maxChannels = 1;
+};
+
+// One ring: this rank's place on it and its connections to the neighbours.
+struct Channel {
+  int id = 0;
+  std::vector<int> ringRanks;
+  int ringPos = 0;
+  SendConn send;
+  RecvConn recv;
+  std::unique_ptr<FifoMemory> sendMem;
+  std::unique_ptr<FifoMemory> recvMem;
+  const char* sendTransport = "";
+  const char* recvTransport = "";
+};
+
+// Point-to-point connections to one peer, made on first use.
+struct P2pPeer {
+  bool sendReady = false;
+  bool recvReady = false;
+  SendConn send;
+  RecvConn recv;
+  std::unique_ptr<FifoMemory> sendMem;
+  std::unique_ptr<FifoMemory> recvMem;
+};
+
+// A reduction made by ccRedOpCreatePreMulSum.
+struct UserRedOp {
+  bool inUse = false;
+  ccDataType_t dtype = ccFloat32;
+  ccScalarResidence_t residence = ccScalarHostImmediate;
+  uint64_t scalarBits = 0;        // host-immediate scalar, as the dtype's bits
+  const void* scalarPtr = nullptr;  // scalar read when each operation starts
+};
+
+// Sizes of the connection FIFOs.
+struct FifoSizes {
+  FifoLayout ring;
+  FifoLayout p2p;
+};
+
+}  // namespace collcomm::detail
+
+struct ccComm {
+  uint32_t magic = collcomm::detail::kCommMagic;
+  int rank = 0;
+  int nranks = 0;
+  collcomm::detail::CommConfig config;
+  std::unique_ptr<collcomm::detail::Bootstrap> bootstrap;
+  std::vector<collcomm::detail::PeerInfo> peers;
+  std::vector<collcomm::detail::Channel> channels;
+  std::vector<collcomm::detail::P2pPeer> p2p;
+  std::vector<collcomm::detail::UserRedOp> userOps;
+  collcomm::detail::FifoSizes fifoSizes;
+  collcomm::detail::TunerConfig tuner;
+  int spinCount = 2000;
+  uint64_t bootstrapTagSeq = 0;  // control messages made after init (split) take fresh tags
+
+  std::atomic<uint32_t> abortFlag{0};
+  std::atomic<int> asyncError{ccSuccess};
+  std::atomic<int> busy{0};  // operations in flight (ccCommAbort waits for them to leave)
+  bool finalized = false;
+  std::string lastError;
+
+  // What a wait in an operation named `opName` runs under.
+  collcomm::detail::HostWaitContext waitContext(const char* opName) const;
+  // Marks every connection's own PeerState gone, so peers stop waiting on this rank.
+  void leaveConnections();
+};

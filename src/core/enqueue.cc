@@ -1,0 +1,283 @@
+// Argument checking and execution of queued operations.
+#include "core/enqueue.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+#include "core/group.h"
+#include "device/dtypes.h"
+#include "device/host/host_executor.h"
+#include "device/op_arg.h"
+#include "transport/connect.h"
+
+namespace collcomm::detail {
+namespace {
+
+constexpr uint64_t kP2pTagBase = 0x5032500000000000ull;  // "P2P"
+
+bool isP2pKind(CollKind k) {
+  return k == CollKind::kSend || k == CollKind::kRecv || k == CollKind::kAlltoAll || k == CollKind::kGather ||
+         k == CollKind::kScatter;
+}
+
+bool rangesOverlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return aBytes != 0 && bBytes != 0 && x < y + bBytes && y < x + aBytes;
+}
+
+// The bytes each buffer spans on this rank, for the null and overlap checks.
+void bufferSpans(const ccComm* comm, const Op& op, size_t elem, size_t* sendBytes, size_t* recvBytes) {
+  const size_t n = static_cast<size_t>(comm->nranks), c = op.count * elem;
+  const bool isRoot = op.root == comm->rank;
+  switch (op.kind) {
+    case CollKind::kAllReduce: *sendBytes = c; *recvBytes = c; break;
+    case CollKind::kBroadcast: *sendBytes = isRoot ? c : 0; *recvBytes = c; break;
+    case CollKind::kReduce: *sendBytes = c; *recvBytes = isRoot ? c : 0; break;
+    case CollKind::kAllGather: *sendBytes = c; *recvBytes = c * n; break;
+    case CollKind::kReduceScatter: *sendBytes = c * n; *recvBytes = c; break;
+    case CollKind::kAlltoAll: *sendBytes = c * n; *recvBytes = c * n; break;
+    case CollKind::kGather: *sendBytes = c; *recvBytes = isRoot ? c * n : 0; break;
+    case CollKind::kScatter: *sendBytes = isRoot ? c * n : 0; *recvBytes = c; break;
+    case CollKind::kSend: *sendBytes = c; *recvBytes = 0; break;
+    case CollKind::kRecv: *sendBytes = 0; *recvBytes = c; break;
+  }
+}
+
+// In place as NCCL defines it: the send buffer is this rank's slice of the receive buffer (or the
+// reverse for ReduceScatter/Scatter).
+bool isInPlace(const ccComm* comm, const Op& op, size_t elem) {
+  const char* s = static_cast<const char*>(op.sendbuff);
+  const char* r = static_cast<const char*>(op.recvbuff);
+  const size_t slice = op.count * elem * static_cast<size_t>(comm->rank);
+  switch (op.kind) {
+    case CollKind::kAllGather:
+    case CollKind::kGather: return s == r + slice;
+    case CollKind::kReduceScatter:
+    case CollKind::kScatter: return r == s + slice;
+    default: return s == r;
+  }
+}
+
+Status checkOp(ccComm* comm, const Op& op, ccStream_t stream) {
+  const char* name = collName(op.kind);
+  if (stream != nullptr)
+    return CC_ERROR(Status::kInvalidArgument,
+                    "%s: stream must be NULL on a host communicator (rank %d); host calls complete before returning",
+                    name, comm->rank);
+  if (static_cast<int>(op.dtype) < 0 || static_cast<int>(op.dtype) >= ccNumTypes)
+    return CC_ERROR(Status::kInvalidArgument, "%s: datatype %d is not a ccDataType_t (0..%d)", name,
+                    static_cast<int>(op.dtype), ccNumTypes - 1);
+  if (collReduces(op.kind)) {
+    const int o = static_cast<int>(op.op);
+    if (o < 0) return CC_ERROR(Status::kInvalidArgument, "%s: reduction op %d is not a ccRedOp_t", name, o);
+    if (o >= ccNumOps) {
+      const size_t idx = static_cast<size_t>(o - ccNumOps);
+      if (idx >= comm->userOps.size() || !comm->userOps[idx].inUse)
+        return CC_ERROR(Status::kInvalidArgument,
+                        "%s: reduction op %d is neither built in nor a live ccRedOpCreatePreMulSum op of this "
+                        "communicator",
+                        name, o);
+      if (comm->userOps[idx].dtype != op.dtype)
+        return CC_ERROR(Status::kInvalidArgument, "%s: op %d was created for %s but the call uses %s", name, o,
+                        dtypeName(comm->userOps[idx].dtype), dtypeName(op.dtype));
+    }
+  }
+  const bool rooted = op.kind == CollKind::kBroadcast || op.kind == CollKind::kReduce ||
+                      op.kind == CollKind::kGather || op.kind == CollKind::kScatter;
+  const bool peered = op.kind == CollKind::kSend || op.kind == CollKind::kRecv;
+  if ((rooted || peered) && (op.root < 0 || op.root >= comm->nranks))
+    return CC_ERROR(Status::kInvalidArgument, "%s: %s %d is out of range for a communicator of %d ranks", name,
+                    peered ? "peer" : "root", op.root, comm->nranks);
+  const size_t elem = dtypeSize(op.dtype);
+  if (op.count > (SIZE_MAX / 2) / elem / static_cast<size_t>(comm->nranks))
+    return CC_ERROR(Status::kInvalidArgument, "%s: count %zu is too large", name, op.count);
+  size_t sendBytes = 0, recvBytes = 0;
+  bufferSpans(comm, op, elem, &sendBytes, &recvBytes);
+  if (sendBytes != 0 && op.sendbuff == nullptr)
+    return CC_ERROR(Status::kInvalidArgument, "%s: sendbuff is NULL on rank %d but %zu bytes are to be sent", name,
+                    comm->rank, sendBytes);
+  if (recvBytes != 0 && op.recvbuff == nullptr)
+    return CC_ERROR(Status::kInvalidArgument, "%s: recvbuff is NULL on rank %d but %zu bytes are to be received",
+                    name, comm->rank, recvBytes);
+  if (!peered && !isInPlace(comm, op, elem) && rangesOverlap(op.sendbuff, sendBytes, op.recvbuff, recvBytes))
+    return CC_ERROR(Status::kInvalidArgument,
+                    "%s: sendbuff and recvbuff overlap on rank %d without being in place (in place means %s)", name,
+                    comm->rank,
+                    op.kind == CollKind::kAllGather || op.kind == CollKind::kGather
+                        ? "sendbuff == recvbuff + rank*count"
+                        : (op.kind == CollKind::kReduceScatter || op.kind == CollKind::kScatter
+                               ? "recvbuff == sendbuff + rank*count"
+                               : "sendbuff == recvbuff"));
+  return kOk;
+}
+
+RedOpSpec opSpec(const ccComm* comm, const Op& op) {
+  const int o = static_cast<int>(op.op);
+  if (o < ccNumOps) return makeOpArg(op.op, op.dtype, comm->nranks);
+  const UserRedOp& u = comm->userOps[static_cast<size_t>(o - ccNumOps)];
+  if (u.residence == ccScalarHostImmediate) return RedOpSpec{RedOpKind::kPreMulSum, u.scalarBits};
+  return makePreMulSumOpArg(op.dtype, u.scalarPtr);
+}
+
+Status failOp(ccComm* comm, Status s) {
+  // The peers may be mid-operation with this rank: tell them it will not come, and remember the
+  // communicator is no longer usable.
+  if (s == Status::kRemoteError || s == Status::kTimeout || s == Status::kInvalidUsage ||
+      s == Status::kInternalError) {
+    comm->leaveConnections();
+    int expected = ccSuccess;
+    comm->asyncError.compare_exchange_strong(expected, static_cast<int>(s));
+  }
+  return s;
+}
+
+Status runCollective(ccComm* comm, const Op& op) {
+  const size_t elem = dtypeSize(op.dtype);
+  const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
+                                              ? static_cast<size_t>(comm->nranks)
+                                              : 1);
+  const CollPlan plan = planCollective(comm->tuner, op.kind, bytes, comm->nranks, static_cast<int>(comm->channels.size()));
+  CC_INFO(kSubsysTuning, "%s rank %d: %zu bytes, %s, algorithm Ring, protocol %s, %d channel(s)", collName(op.kind),
+          comm->rank, bytes, dtypeName(op.dtype), protocolName(plan.proto), plan.nChannels);
+  HostChannel channels[64];
+  for (int c = 0; c < plan.nChannels; ++c) {
+    Channel& ch = comm->channels[c];
+    channels[c] = HostChannel{&ch.send, &ch.recv, ch.ringRanks.data(), ch.ringPos};
+  }
+  HostCollArgs args{};
+  args.kind = op.kind;
+  args.sendbuff = op.sendbuff;
+  args.recvbuff = op.recvbuff;
+  args.count = op.count;
+  args.dtype = op.dtype;
+  args.op = collReduces(op.kind) ? opSpec(comm, op) : RedOpSpec{RedOpKind::kSum, 0};
+  args.root = op.root;
+  args.nranks = comm->nranks;
+  args.proto = plan.proto;
+  args.nChannels = plan.nChannels;
+  args.channels = channels;
+  const HostWaitContext ctx = comm->waitContext(collName(op.kind));
+  return failOp(comm, hostRunCollective(args, ctx));
+}
+
+// Expands one point-to-point-shaped call into transfers.
+void expandP2p(const ccComm* comm, const Op& op, std::vector<HostP2pOp>* out) {
+  const size_t bytes = op.count * dtypeSize(op.dtype);
+  auto add = [&](bool isSend, int peer, const void* buf) {
+    out->push_back(HostP2pOp{isSend, peer, const_cast<void*>(buf), bytes, nullptr, nullptr, 0});
+  };
+  const char* s = static_cast<const char*>(op.sendbuff);
+  char* r = static_cast<char*>(op.recvbuff);
+  switch (op.kind) {
+    case CollKind::kSend: add(true, op.root, s); break;
+    case CollKind::kRecv: add(false, op.root, r); break;
+    case CollKind::kAlltoAll:
+      for (int p = 0; p < comm->nranks; ++p) {
+        add(true, p, s + bytes * p);
+        add(false, p, r + bytes * p);
+      }
+      break;
+    case CollKind::kGather:
+      add(true, op.root, s);
+      if (comm->rank == op.root)
+        for (int p = 0; p < comm->nranks; ++p) add(false, p, r + bytes * p);
+      break;
+    case CollKind::kScatter:
+      if (comm->rank == op.root)
+        for (int p = 0; p < comm->nranks; ++p) add(true, p, s + bytes * p);
+      add(false, op.root, r);
+      break;
+    default: break;
+  }
+}
+
+// Connects, in step with the peers, every point-to-point connection the batch needs.
+Status connectP2p(ccComm* comm, std::vector<HostP2pOp>& ops, const Deadline& deadline) {
+  std::vector<ConnectRequest> requests;
+  std::vector<const char*> names(2 * comm->nranks);
+  std::vector<bool> wantSend(comm->nranks), wantRecv(comm->nranks);
+  for (const HostP2pOp& op : ops) {
+    if (op.peer == comm->rank || op.bytes == 0) continue;
+    P2pPeer& p = comm->p2p[op.peer];
+    if (op.isSend && !p.sendReady && !wantSend[op.peer]) {
+      wantSend[op.peer] = true;
+      requests.push_back({op.peer, true, kP2pTagBase, comm->fifoSizes.p2p, &p.send, nullptr, &p.sendMem,
+                          &names[2 * op.peer]});
+    }
+    if (!op.isSend && !p.recvReady && !wantRecv[op.peer]) {
+      wantRecv[op.peer] = true;
+      requests.push_back({op.peer, false, kP2pTagBase, comm->fifoSizes.p2p, nullptr, &p.recv, &p.recvMem,
+                          &names[2 * op.peer + 1]});
+    }
+  }
+  if (!requests.empty()) {
+    CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, requests, deadline));
+    for (const ConnectRequest& r : requests) {
+      (r.isSend ? comm->p2p[r.peer].sendReady : comm->p2p[r.peer].recvReady) = true;
+      CC_INFO(kSubsysP2p, "p2p: rank %d %s rank %d via %s", comm->rank, r.isSend ? "->" : "<-", r.peer,
+              *r.transportName);
+    }
+  }
+  for (HostP2pOp& op : ops) {
+    if (op.peer == comm->rank) continue;
+    op.send = &comm->p2p[op.peer].send;
+    op.recv = &comm->p2p[op.peer].recv;
+  }
+  return kOk;
+}
+
+Status runP2pBatch(ccComm* comm, const std::vector<Op>& ops, size_t begin, size_t end) {
+  std::vector<HostP2pOp> transfers;
+  for (size_t i = begin; i < end; ++i) expandP2p(comm, ops[i], &transfers);
+  const char* name = end - begin == 1 ? collName(ops[begin].kind) : "send/recv group";
+  HostWaitContext ctx = comm->waitContext(name);
+  Status s = connectP2p(comm, transfers, ctx.deadline);
+  if (isOk(s)) s = hostRunP2p(transfers, comm->rank, ctx);
+  return failOp(comm, s);
+}
+
+}  // namespace
+
+Status checkComm(const ccComm* comm) {
+  if (comm == nullptr) return CC_ERROR(Status::kInvalidArgument, "comm is NULL");
+  if (comm->magic != kCommMagic)
+    return CC_ERROR(Status::kInvalidArgument, "comm %p is not a live communicator (destroyed, or never initialised)",
+                    static_cast<const void*>(comm));
+  return kOk;
+}
+
+Status enqueue(ccComm* comm, const Op& op, ccStream_t stream) {
+  CC_CHECK(checkOp(comm, op, stream));
+  if (comm->abortFlag.load() != 0)
+    return CC_ERROR(Status::kInvalidUsage, "%s: the communicator of rank %d was aborted", collName(op.kind), comm->rank);
+  if (const int err = comm->asyncError.load(); err != ccSuccess)
+    return CC_ERROR(static_cast<Status>(err),
+                    "%s: the communicator of rank %d failed earlier (%s); destroy or abort it and make a new one",
+                    collName(op.kind), comm->rank, ccGetErrorString(static_cast<ccResult_t>(err)));
+  if (groupDepth() > 0) {
+    groupQueue(comm, op);
+    return kOk;
+  }
+  return runOps(comm, {op});
+}
+
+Status runOps(ccComm* comm, const std::vector<Op>& ops) {
+  comm->busy.fetch_add(1);
+  Status s = kOk;
+  for (size_t i = 0; i < ops.size() && isOk(s);) {
+    if (isP2pKind(ops[i].kind)) {
+      size_t j = i;
+      while (j < ops.size() && isP2pKind(ops[j].kind)) ++j;
+      s = runP2pBatch(comm, ops, i, j);
+      i = j;
+    } else {
+      s = runCollective(comm, ops[i]);
+      ++i;
+    }
+  }
+  comm->busy.fetch_sub(1);
+  return s;
+}
+
+}  // namespace collcomm::detail

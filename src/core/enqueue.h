@@ -1,0 +1,35 @@
+// From an API call to work: argument checks (nothing is queued when they fail), grouping, and
+// running a communicator's queued operations on the host executor.
+#pragma once
+
+#include <vector>
+
+#include "collcomm.h"
+#include "collectives/coll_list.h"
+#include "common/status.h"
+#include "core/comm.h"
+
+namespace collcomm::detail {
+
+// One user call, as queued. For Send/Recv, `root` is the peer.
+struct Op {
+  CollKind kind;
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;
+  ccDataType_t dtype;
+  ccRedOp_t op;
+  int root;
+};
+
+// A usable communicator handle, or a sentence saying why not.
+Status checkComm(const ccComm* comm);
+
+// Checks `op` completely, then runs it now or, inside ccGroupStart/End, queues it.
+Status enqueue(ccComm* comm, const Op& op, ccStream_t stream);
+
+// Runs queued operations in order on the calling thread; consecutive point-to-point operations
+// (Send, Recv, AlltoAll, Gather, Scatter) progress together as one batch.
+Status runOps(ccComm* comm, const std::vector<Op>& ops);
+
+}  // namespace collcomm::detail

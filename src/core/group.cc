@@ -1,0 +1,100 @@
+// Per-thread group state and concurrent execution at ccGroupEnd.
+#include "core/group.h"
+
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/enqueue.h"
+
+namespace collcomm::detail {
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  std::vector<std::pair<ccComm*, std::vector<Op>>> queues;
+  std::vector<std::function<Status()>> deferred;
+};
+
+thread_local GroupState tGroup;
+
+// A job that records its failure sentence on its communicator (errors are per thread, and the
+// job may run on another thread than the caller).
+struct JobResult {
+  Status status = kOk;
+  std::string message;
+};
+
+}  // namespace
+
+int groupDepth() { return tGroup.depth; }
+
+Status groupStart() {
+  tGroup.depth++;
+  return kOk;
+}
+
+void groupQueue(ccComm* comm, const Op& op) {
+  for (auto& [c, ops] : tGroup.queues) {
+    if (c == comm) {
+      ops.push_back(op);
+      return;
+    }
+  }
+  tGroup.queues.push_back({comm, {op}});
+}
+
+void groupDefer(std::function<Status()> job) { tGroup.deferred.push_back(std::move(job)); }
+
+void groupForget(const ccComm* comm) {
+  auto& q = tGroup.queues;
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (q[i].first == comm) {
+      q.erase(q.begin() + static_cast<long>(i));
+      return;
+    }
+  }
+}
+
+Status groupEnd() {
+  if (tGroup.depth == 0)
+    return CC_ERROR(Status::kInvalidUsage, "ccGroupEnd called without a matching ccGroupStart");
+  if (--tGroup.depth > 0) return kOk;
+  auto queues = std::move(tGroup.queues);
+  auto deferred = std::move(tGroup.deferred);
+  tGroup.queues.clear();
+  tGroup.deferred.clear();
+
+  std::vector<std::function<Status()>> jobs = std::move(deferred);
+  for (auto& [comm, ops] : queues) {
+    jobs.push_back([comm = comm, ops = std::move(ops)] {
+      Status s = runOps(comm, ops);
+      if (!isOk(s)) comm->lastError = threadLastError();
+      return s;
+    });
+  }
+  if (jobs.empty()) return kOk;
+
+  std::vector<JobResult> results(jobs.size());
+  auto runJob = [&](size_t i) {
+    clearThreadLastError();
+    results[i].status = jobs[i]();
+    if (!isOk(results[i].status)) results[i].message = threadLastError();
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(jobs.size() - 1);
+  for (size_t i = 1; i < jobs.size(); ++i) threads.emplace_back(runJob, i);
+  runJob(0);
+  for (auto& t : threads) t.join();
+
+  for (const JobResult& r : results) {
+    if (!isOk(r.status)) {
+      // The first failure's sentence, on the calling thread, where ccGetLastError(NULL) looks.
+      setThreadLastError(r.message);
+      return r.status;
+    }
+  }
+  return kOk;
+}
+
+}  // namespace collcomm::detail

@@ -1,0 +1,143 @@
+// Communicator creation: bootstrap, peer exchange, ring planning and connection, INFO summary.
+#include "core/init.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/log.h"
+#include "common/params.h"
+#include "core/peer_info.h"
+#include "transport/connect.h"
+
+namespace collcomm::detail {
+namespace {
+
+constexpr uint64_t kRingTagBase = 0x52494e4700000000ull;  // "RING" + channel
+
+int configInt(int value, int fallback) { return value == CC_CONFIG_UNDEF_INT ? fallback : value; }
+
+FifoSizes fifoSizesFromParams() {
+  FifoSizes s{};
+  int64_t buff = std::max<int64_t>(paramInt(Param::kBuffsize), kNumSteps * 4096);
+  s.ring.simpleStepBytes = static_cast<size_t>(buff / kNumSteps) / 64 * 64;
+  int64_t llBuff = std::max<int64_t>(paramInt(Param::kLlBuffsize), kNumSteps * 64 * sizeof(uint64_t));
+  size_t lines = static_cast<size_t>(llBuff) / kNumSteps / sizeof(uint64_t);
+  s.ring.llStepLines = std::min(lines, kMaxLlStepPayload / kLlBytesPerLine);
+  s.p2p.simpleStepBytes = s.ring.simpleStepBytes;
+  s.p2p.llStepLines = 0;
+  return s;
+}
+
+Status exchangePeerInfo(ccComm* comm, Deadline deadline) {
+  comm->peers.assign(comm->nranks, PeerInfo{});
+  comm->peers[comm->rank] = localPeerInfo(comm->rank, comm->config.device);
+  CC_CHECK(comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo), deadline));
+  for (int r = 0; r < comm->nranks; ++r) {
+    PeerInfo& p = comm->peers[r];
+    p.host[sizeof(p.host) - 1] = '\0';
+    if (p.rank != r) return CC_ERROR(Status::kInternalError, "peer information of rank %d arrived in slot %d", p.rank, r);
+  }
+  return kOk;
+}
+
+Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
+  comm->channels.resize(nChannels);
+  std::vector<ConnectRequest> requests;
+  for (int c = 0; c < nChannels; ++c) {
+    Channel& ch = comm->channels[c];
+    ch.id = c;
+    ch.ringRanks.resize(comm->nranks);
+    for (int i = 0; i < comm->nranks; ++i) ch.ringRanks[i] = i;
+    ch.ringPos = comm->rank;
+    if (comm->nranks == 1) continue;
+    const int next = ch.ringRanks[(ch.ringPos + 1) % comm->nranks];
+    const int prev = ch.ringRanks[(ch.ringPos + comm->nranks - 1) % comm->nranks];
+    requests.push_back({prev, false, kRingTagBase + c, comm->fifoSizes.ring, nullptr, &ch.recv, &ch.recvMem,
+                        &ch.recvTransport});
+    requests.push_back({next, true, kRingTagBase + c, comm->fifoSizes.ring, &ch.send, nullptr, &ch.sendMem,
+                        &ch.sendTransport});
+  }
+  return connectPeers(*comm->bootstrap, comm->peers, comm->rank, requests, deadline);
+}
+
+void logSummary(const ccComm* comm) {
+  if (!logEnabled(LogLevel::kInfo, kSubsysInit)) return;
+  const PeerInfo& me = comm->peers[comm->rank];
+  CC_INFO(kSubsysInit, "comm %p%s%s rank %d nranks %d host %s pid %d device host: %zu channel(s), timeout %d s",
+          static_cast<const void*>(comm), comm->config.name.empty() ? "" : " name ", comm->config.name.c_str(),
+          comm->rank, comm->nranks, me.host, me.pid, comm->channels.size(), comm->config.timeoutSeconds);
+  for (const Channel& ch : comm->channels) {
+    if (comm->nranks == 1) break;
+    CC_INFO(kSubsysInit, "channel %d: rank %d (%s) -> rank %d via %s; rank %d (%s) -> rank %d via %s", ch.id,
+            ch.recv.peer.rank, ch.recv.peer.host, comm->rank, ch.recvTransport, comm->rank, me.host, ch.send.peer.rank,
+            ch.sendTransport);
+  }
+}
+
+}  // namespace
+
+Status resolveConfig(const ccConfig_t* user, CommConfig* out) {
+  CommConfig c;
+  c.timeoutSeconds = static_cast<int>(paramInt(Param::kTimeout));
+  int64_t minCh = paramInt(Param::kMinNchannels), maxCh = paramInt(Param::kMaxNchannels);
+  c.minChannels = minCh > 0 ? static_cast<int>(minCh) : 1;
+  c.maxChannels = maxCh > 0 ? static_cast<int>(maxCh) : std::max(1, c.minChannels);
+  if (user != nullptr) {
+    if (user->magic != CC_CONFIG_MAGIC || user->size < offsetof(ccConfig_t, splitShare))
+      return CC_ERROR(Status::kInvalidArgument,
+                      "config is not a ccConfig_t initialised with CC_CONFIG_INITIALIZER (bad size or magic)");
+    c.blocking = configInt(user->blocking, 1);
+    if (c.blocking != 0 && c.blocking != 1)
+      return CC_ERROR(Status::kInvalidArgument, "config.blocking must be 0 or 1, not %d", user->blocking);
+    c.device = configInt(user->device, CC_DEVICE_HOST);
+    if (user->commName != nullptr) c.name = user->commName;
+    c.timeoutSeconds = configInt(user->timeout, c.timeoutSeconds);
+    c.minChannels = configInt(user->minChannels, c.minChannels);
+    c.maxChannels = configInt(user->maxChannels, std::max(c.maxChannels, c.minChannels));
+  }
+  if (c.timeoutSeconds <= 0)
+    return CC_ERROR(Status::kInvalidArgument, "the timeout must be a positive number of seconds, not %d",
+                    c.timeoutSeconds);
+  if (c.minChannels < 1 || c.maxChannels < c.minChannels || c.maxChannels > 64)
+    return CC_ERROR(Status::kInvalidArgument, "channel limits must satisfy 1 <= min (%d) <= max (%d) <= 64",
+                    c.minChannels, c.maxChannels);
+  if (c.device != CC_DEVICE_HOST) {
+    // No CUDA executor is wired in yet: every communicator runs on host memory.
+    CC_INFO(kSubsysInit, "device %d requested but this build has no usable GPU path; making a host communicator",
+            c.device);
+    c.device = CC_DEVICE_HOST;
+  }
+  *out = c;
+  return kOk;
+}
+
+Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, const CommConfig& config) {
+  if (nranks < 1) return CC_ERROR(Status::kInvalidArgument, "nranks must be at least 1, not %d", nranks);
+  if (rank < 0 || rank >= nranks)
+    return CC_ERROR(Status::kInvalidArgument, "rank %d is out of range for nranks %d", rank, nranks);
+  logEffectiveParams();
+  const Deadline deadline = Deadline::afterSeconds(config.timeoutSeconds);
+  std::unique_ptr<ccComm> comm = std::make_unique<ccComm>();
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->config = config;
+  comm->spinCount = static_cast<int>(std::max<int64_t>(0, paramInt(Param::kSpinCount)));
+  comm->fifoSizes = fifoSizesFromParams();
+  comm->p2p.resize(nranks);
+  CC_CHECK(loadTunerConfig(&comm->tuner));
+  CC_CHECK(Bootstrap::init(id, rank, nranks, deadline, &comm->bootstrap));
+  CC_CHECK(exchangePeerInfo(comm.get(), deadline));
+  CC_CHECK(connectRings(comm.get(), config.minChannels, deadline));
+  logSummary(comm.get());
+  *out = comm.release();
+  return kOk;
+}
+
+void commFree(ccComm* comm) {
+  if (comm == nullptr) return;
+  comm->magic = kCommDeadMagic;
+  delete comm;
+}
+
+}  // namespace collcomm::detail

@@ -1,0 +1,63 @@
+// Host and process identity for transport selection.
+#include "core/peer_info.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+namespace collcomm::detail {
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+uint64_t localHostHash() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string id = host;
+  if (FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char boot[64] = {};
+    if (fgets(boot, sizeof(boot), f) != nullptr) id += boot;
+    fclose(f);
+  }
+  return fnv1a(id);
+}
+
+uint64_t localProcessToken() {
+  static std::mutex mu;
+  static pid_t owner = 0;
+  static uint64_t token = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (owner != getpid()) {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof(r), 0) != static_cast<ssize_t>(sizeof(r))) r = 0;
+    owner = getpid();
+    token = r ^ (static_cast<uint64_t>(owner) << 32) ^ reinterpret_cast<uintptr_t>(&token);
+  }
+  return token;
+}
+
+PeerInfo localPeerInfo(int rank, int device) {
+  PeerInfo info{};
+  info.rank = rank;
+  info.pid = getpid();
+  info.hostHash = localHostHash();
+  info.processToken = localProcessToken();
+  info.device = device;
+  gethostname(info.host, sizeof(info.host) - 1);
+  return info;
+}
+
+}  // namespace collcomm::detail

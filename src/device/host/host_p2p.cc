@@ -1,0 +1,105 @@
+// Point-to-point batches on the host: a polling engine that moves Simple-protocol steps for every
+// active transfer without blocking on any one, so a group that sends to and receives from many
+// peers (or the same peer both ways) always makes progress.
+#include <cstring>
+
+#include "device/host/host_executor.h"
+
+namespace collcomm::detail {
+namespace {
+
+using P = HostPlatform;
+
+// Moves as many steps of one send as the receiver has room for. True if anything moved.
+bool pumpSend(HostP2pOp& op) {
+  SendConn& c = *op.send;
+  bool moved = false;
+  while (op.done < op.bytes && P::loadAcquire(&c.ctrl->simpleHead) + kNumSteps > c.simpleStep) {
+    const size_t len = op.bytes - op.done < c.simpleStepBytes ? op.bytes - op.done : c.simpleStepBytes;
+    const uint64_t slot = c.simpleStep % kNumSteps;
+    memcpy(c.simpleBuf + slot * c.simpleStepBytes, static_cast<const char*>(op.buf) + op.done, len);
+    P::storeRelaxed(&c.ctrl->simpleBytes[slot], len);
+    P::storeRelease(&c.ctrl->simpleTail, c.simpleStep + 1);
+    c.simpleStep++;
+    op.done += len;
+    moved = true;
+  }
+  return moved;
+}
+
+// Moves as many steps of one receive as have arrived. True if anything moved.
+bool pumpRecv(HostP2pOp& op, P& plat) {
+  RecvConn& c = *op.recv;
+  bool moved = false;
+  while (op.done < op.bytes && P::loadAcquire(&c.ctrl->simpleTail) > c.simpleStep) {
+    const size_t len = op.bytes - op.done < c.simpleStepBytes ? op.bytes - op.done : c.simpleStepBytes;
+    const uint64_t slot = c.simpleStep % kNumSteps;
+    const uint64_t sent = P::loadRelaxed(&c.ctrl->simpleBytes[slot]);
+    if (sent != len) {
+      plat.failSizeMismatch(c.peer, sent, len);
+      return false;
+    }
+    memcpy(static_cast<char*>(op.buf) + op.done, c.simpleBuf + slot * c.simpleStepBytes, len);
+    P::storeRelease(&c.ctrl->simpleHead, c.simpleStep + 1);
+    c.simpleStep++;
+    op.done += len;
+    moved = true;
+  }
+  return moved;
+}
+
+Status matchSelfTransfers(std::vector<HostP2pOp>& ops, int selfRank, const HostWaitContext& ctx) {
+  std::vector<HostP2pOp*> sends, recvs;
+  for (auto& op : ops) {
+    if (op.peer != selfRank) continue;
+    (op.isSend ? sends : recvs).push_back(&op);
+  }
+  if (sends.size() != recvs.size())
+    return CC_ERROR(Status::kInvalidUsage, "%s on rank %d: %zu sends to self but %zu receives from self in one group",
+                    ctx.opName, selfRank, sends.size(), recvs.size());
+  for (size_t i = 0; i < sends.size(); ++i) {
+    if (sends[i]->bytes != recvs[i]->bytes)
+      return CC_ERROR(Status::kInvalidUsage,
+                      "%s on rank %d: a send to self of %zu bytes is paired with a receive from self of %zu bytes",
+                      ctx.opName, selfRank, sends[i]->bytes, recvs[i]->bytes);
+    if (sends[i]->bytes != 0 && sends[i]->buf != recvs[i]->buf) memmove(recvs[i]->buf, sends[i]->buf, sends[i]->bytes);
+    sends[i]->done = sends[i]->bytes;
+    recvs[i]->done = recvs[i]->bytes;
+  }
+  return kOk;
+}
+
+}  // namespace
+
+Status hostRunP2p(std::vector<HostP2pOp>& ops, int selfRank, const HostWaitContext& ctx) {
+  CC_CHECK(matchSelfTransfers(ops, selfRank, ctx));
+  HostPlatform plat(ctx);
+  uint32_t idleRounds = 0;
+  for (;;) {
+    bool moved = false;
+    const HostP2pOp* waitingOn = nullptr;
+    // Only the first unfinished transfer per (peer, direction) is active: the order of a pair's
+    // transfers is the order the receiver expects them in.
+    for (size_t i = 0; i < ops.size(); ++i) {
+      HostP2pOp& op = ops[i];
+      if (op.done >= op.bytes) continue;
+      bool earlierPending = false;
+      for (size_t j = 0; j < i && !earlierPending; ++j)
+        earlierPending = ops[j].peer == op.peer && ops[j].isSend == op.isSend && ops[j].done < ops[j].bytes;
+      if (earlierPending) continue;
+      moved |= op.isSend ? pumpSend(op) : pumpRecv(op, plat);
+      if (!isOk(plat.status())) return plat.status();
+      if (op.done < op.bytes && waitingOn == nullptr) waitingOn = &op;
+    }
+    if (waitingOn == nullptr) return kOk;
+    if (moved) {
+      idleRounds = 0;
+      continue;
+    }
+    const PeerRef& peer = waitingOn->isSend ? waitingOn->send->peer : waitingOn->recv->peer;
+    if (!plat.idle(&idleRounds, peer, waitingOn->isSend ? "buffer space (ccSend)" : "data (ccRecv)"))
+      return plat.status();
+  }
+}
+
+}  // namespace collcomm::detail

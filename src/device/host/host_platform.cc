@@ -1,0 +1,72 @@
+// Slow path of host waits: deciding that a wait has failed, and the sentence that says why.
+#include "device/host/host_platform.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace collcomm::detail {
+
+bool processAlive(int pid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // Format: pid (comm) state ...; comm may hold spaces or parentheses, so find the last ')'.
+  const char* paren = strrchr(buf, ')');
+  if (paren == nullptr || paren[1] == '\0' || paren[2] == '\0') return false;
+  const char state = paren[2];
+  return state != 'Z' && state != 'X' && state != 'x';
+}
+
+bool HostPlatform::healthy(const PeerRef& peer, const char* what) {
+  if (!isOk(status_)) return false;
+  if (ctx_.abortFlag != nullptr && ctx_.abortFlag->load(std::memory_order_acquire) != 0) {
+    status_ = CC_ERROR(Status::kInvalidUsage, "%s on rank %d stopped: the communicator was aborted (ccCommAbort)",
+                       ctx_.opName, ctx_.rank);
+    return false;
+  }
+  if (peer.peerState != nullptr && __atomic_load_n(peer.peerState, __ATOMIC_ACQUIRE) == kPeerGone) {
+    status_ = CC_ERROR(Status::kRemoteError,
+                       "%s on rank %d failed: rank %d (host %s) left the operation (it failed or was aborted) "
+                       "while this rank was waiting for %s",
+                       ctx_.opName, ctx_.rank, peer.rank, peer.host, what);
+    return false;
+  }
+  const auto now = Deadline::Clock::now();
+  if (!peer.sameProcess && peer.pid > 0 && now >= nextLivenessCheck_) {
+    nextLivenessCheck_ = now + std::chrono::milliseconds(50);
+    if (!processAlive(peer.pid)) {
+      status_ = CC_ERROR(Status::kRemoteError,
+                         "%s on rank %d failed: rank %d (host %s, pid %d) exited while this rank was waiting for %s",
+                         ctx_.opName, ctx_.rank, peer.rank, peer.host, peer.pid, what);
+      return false;
+    }
+  }
+  if (now >= ctx_.deadline.at()) {
+    status_ = CC_ERROR(Status::kTimeout,
+                       "%s on rank %d timed out after %d s waiting for %s from rank %d (host %s); "
+                       "raise COLLCOMM_TIMEOUT if the peer is just slow, or check that every rank made the same call",
+                       ctx_.opName, ctx_.rank, ctx_.timeoutSeconds, what, peer.rank, peer.host);
+    return false;
+  }
+  return true;
+}
+
+void HostPlatform::failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected) {
+  if (!isOk(status_)) return;
+  status_ = CC_ERROR(Status::kInvalidUsage,
+                     "%s on rank %d: rank %d (host %s) sent a step of %llu bytes where %llu were expected; the ranks "
+                     "made calls with different counts, types or operations",
+                     ctx_.opName, ctx_.rank, peer.rank, peer.host, static_cast<unsigned long long>(got),
+                     static_cast<unsigned long long>(expected));
+}
+
+}  // namespace collcomm::detail

@@ -1,0 +1,111 @@
+// The host executor's platform policy: what the portable device code (protocols, primitives,
+// algorithms) needs from "the hardware" when a host thread plays the part of a thread block.
+//
+// Contract shared with the CUDA platform:
+//   tid(), nthreads(), barrier()             the cooperating threads (here: one)
+//   loadAcquire/loadRelaxed/storeRelease/storeRelaxed on uint64_t words shared with peers
+//   waitUntil(pred, peer, what) -> bool      false once the wait has failed; the failure is recorded
+//   failSizeMismatch(peer, got, expected)    records a protocol-level disagreement
+//   sendStaging(), recvStaging()             kMaxLlStepPayload bytes each, for LL
+//
+// Waits spin (cpu pause) for COLLCOMM_SPIN_COUNT polls, then yield the core between polls, so more
+// ranks than cores still progress. Past the spin phase they check, every few milliseconds: the
+// communicator's abort flag, the peer's PeerState word, whether the peer process still lives
+// (same host only), and the deadline. Those checks are the only syscalls on the data path, and
+// only while waiting.
+#pragma once
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/deadline.h"
+#include "common/status.h"
+#include "device/fifo.h"
+
+namespace collcomm::detail {
+
+// What a host-executed operation waits under.
+struct HostWaitContext {
+  const std::atomic<uint32_t>* abortFlag = nullptr;
+  Deadline deadline;
+  int timeoutSeconds = 0;
+  int spinCount = 2000;
+  const char* opName = "operation";
+  int rank = -1;
+};
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+class HostPlatform {
+ public:
+  explicit HostPlatform(const HostWaitContext& ctx) : ctx_(ctx) {}
+
+  int tid() const { return 0; }
+  int nthreads() const { return 1; }
+  void barrier() {}
+
+  static uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+  static uint64_t loadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+  static void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+  static void storeRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+
+  void* sendStaging() { return sendStaging_; }
+  void* recvStaging() { return recvStaging_; }
+
+  template <class Pred>
+  bool waitUntil(Pred&& pred, const PeerRef& peer, const char* what) {
+    if (!isOk(status_)) return false;
+    for (int i = 0; i < ctx_.spinCount; ++i) {
+      if (pred()) return true;
+      cpuRelax();
+    }
+    for (uint32_t i = 0;; ++i) {
+      if (pred()) return true;
+      sched_yield();
+      if ((i & 63) == 63 && !healthy(peer, what)) return false;
+    }
+  }
+
+  // For engines that poll several connections: one idle round; false once the wait has failed.
+  bool idle(uint32_t* iteration, const PeerRef& peer, const char* what) {
+    const uint32_t i = (*iteration)++;
+    if (static_cast<int>(i) < ctx_.spinCount) {
+      cpuRelax();
+      return true;
+    }
+    sched_yield();
+    return (i & 63) != 63 || healthy(peer, what);
+  }
+
+  void failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected);
+
+  // Records an arbitrary failure (first one wins).
+  void fail(Status status) {
+    if (isOk(status_)) status_ = status;
+  }
+  Status status() const { return status_; }
+  const HostWaitContext& context() const { return ctx_; }
+
+ private:
+  // Slow path of every wait: abort, peer gone, peer process dead, deadline.
+  bool healthy(const PeerRef& peer, const char* what);
+
+  const HostWaitContext& ctx_;
+  Status status_ = kOk;
+  Deadline::Clock::time_point nextLivenessCheck_{};
+  alignas(64) unsigned char sendStaging_[kMaxLlStepPayload];
+  alignas(64) unsigned char recvStaging_[kMaxLlStepPayload];
+};
+
+// True when process `pid` on this host has not exited (a zombie counts as exited).
+bool processAlive(int pid);
+
+}  // namespace collcomm::detail

@@ -1,0 +1,87 @@
+// Instantiates a ring algorithm for one element type, reduction functor and protocol on the host,
+// and the dispatch from run-time (dtype, op, protocol) to those instantiations.
+// Included only by the host_run_*.cc translation units.
+#pragma once
+
+#include <cstring>
+
+#include "collectives/coll_work.h"
+#include "device/dtypes.h"
+#include "device/host/host_executor.h"
+#include "device/primitives.h"
+#include "device/reduce_copy.h"
+#include "device/reduce_ops.h"
+
+namespace collcomm::detail {
+
+// Steps per pipeline chunk: half the FIFO, so a rank can fill one half while the next drains the other.
+inline constexpr size_t kChunkSteps = kNumSteps / 2;
+
+// Algo: a type with `template <class T, class Prims> static void run(Prims&, const RingWork&)` and
+// `static constexpr bool kBlocks` (true: the count is per rank block, AllGather/ReduceScatter).
+template <class T, class Fn, class Proto, class Algo>
+Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
+  Fn fn(a.op.opArg);
+  if (a.nranks == 1) {
+    // Alone: the result is this rank's input, pre- and post-processed.
+    const T* src = static_cast<const T*>(a.sendbuff);
+    T* dst = static_cast<T*>(a.recvbuff);
+    reduceCopy(fn, 0, 1, a.count, src, true, static_cast<const T*>(nullptr), false, dst, static_cast<T*>(nullptr),
+               true);
+    return kOk;
+  }
+  HostPlatform plat(ctx);
+  for (int c = 0; c < a.nChannels; ++c) {
+    const HostChannel& ch = a.channels[c];
+    Primitives<T, Fn, Proto, HostPlatform> prims(plat, fn, ch.send, ch.recv);
+    RingWork w{};
+    w.sendbuff = a.sendbuff;
+    w.recvbuff = a.recvbuff;
+    w.count = a.count;
+    const size_t per = (a.count + a.nChannels - 1) / a.nChannels;
+    w.partOffset = minSize(per * c, a.count);
+    w.partCount = minSize(per, a.count - w.partOffset);
+    w.chunkElems = prims.stepElems() * kChunkSteps;
+    w.root = a.root;
+    w.nranks = a.nranks;
+    w.ringPos = ch.ringPos;
+    w.ringRanks = ch.ringRanks;
+    Algo::template run<T>(prims, w);
+    if (prims.failed()) break;
+  }
+  return plat.status();
+}
+
+template <class T, class Fn, class Algo>
+Status runRingProto(const HostCollArgs& a, const HostWaitContext& ctx) {
+  return a.proto == Protocol::kLL ? runRing<T, Fn, ProtoLL, Algo>(a, ctx) : runRing<T, Fn, ProtoSimple, Algo>(a, ctx);
+}
+
+template <class T, class Algo>
+Status runRingOp(const HostCollArgs& a, const HostWaitContext& ctx) {
+  switch (a.op.kind) {
+    case RedOpKind::kSum: return runRingProto<T, FuncSum<T>, Algo>(a, ctx);
+    case RedOpKind::kProd: return runRingProto<T, FuncProd<T>, Algo>(a, ctx);
+    case RedOpKind::kMax: return runRingProto<T, FuncMax<T>, Algo>(a, ctx);
+    case RedOpKind::kMin: return runRingProto<T, FuncMin<T>, Algo>(a, ctx);
+    case RedOpKind::kPreMulSum: return runRingProto<T, FuncPreMulSum<T>, Algo>(a, ctx);
+    case RedOpKind::kSumPostDiv: return runRingProto<T, FuncSumPostDiv<T>, Algo>(a, ctx);
+  }
+  return CC_ERROR(Status::kInternalError, "unknown reduction kind %d", static_cast<int>(a.op.kind));
+}
+
+// Every (dtype, op, protocol) instantiation of a reducing ring algorithm.
+template <class Algo>
+Status runReducingRing(const HostCollArgs& a, const HostWaitContext& ctx) {
+  switch (a.dtype) {
+#define CC_RUN_DTYPE(enumValue, Type, name) \
+  case enumValue:                           \
+    return runRingOp<Type, Algo>(a, ctx);
+    CC_DTYPE_LIST(CC_RUN_DTYPE)
+#undef CC_RUN_DTYPE
+    default: break;
+  }
+  return CC_ERROR(Status::kInternalError, "unknown data type %d", static_cast<int>(a.dtype));
+}
+
+}  // namespace collcomm::detail

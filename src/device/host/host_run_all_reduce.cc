@@ -1,0 +1,19 @@
+// Host instantiations of ring AllReduce for every data type, reduction and protocol.
+#include "collectives/ring_all_reduce.h"
+#include "device/host/host_ring_runner.h"
+
+namespace collcomm::detail {
+namespace {
+struct AllReduceAlgo {
+  template <class T, class Prims>
+  static void run(Prims& prims, const RingWork& w) {
+    ringAllReduce<T>(prims, w);
+  }
+};
+}  // namespace
+
+Status hostRunAllReduce(const HostCollArgs& args, const HostWaitContext& ctx) {
+  return runReducingRing<AllReduceAlgo>(args, ctx);
+}
+
+}  // namespace collcomm::detail

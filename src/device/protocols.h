@@ -1,0 +1,133 @@
+// Protocols: how one step of data crosses a connection FIFO (see fifo.h).
+//
+// A protocol is a policy type with these static members (Platform is the executor's policy, see
+// host/host_platform.h; every wait returns null when the platform gave up: abort, dead peer,
+// deadline):
+//   kName, kNeedsStaging
+//   stepBytes(conn)                      payload bytes one step carries
+//   acquireSend(plat, SendConn&)  -> void*      where to put the next step's payload
+//   postSend(plat, SendConn&, void* p, bytes)    publish it (bytes <= stepBytes)
+//   acquireRecv(plat, RecvConn&, bytes) -> const void*  the next step's payload, once it is there
+//   releaseRecv(plat, RecvConn&)                 hand the slot back to the sender
+// Simple: payload written straight into the slot, one release-store per step; best for large
+//   messages (one pass over memory), costs a round trip of two flags per step.
+// LL: payload and flag in one 8-byte line, so no separate tail; half the bytes are flags, and the
+//   data passes through a staging buffer; best for small messages (latency of one line).
+#pragma once
+
+#include "common/host_device.h"
+#include "device/fifo.h"
+
+namespace collcomm::detail {
+
+struct ProtoSimple {
+  static constexpr const char* kName = "Simple";
+  static constexpr bool kNeedsStaging = false;
+
+  template <class Conn>
+  CC_HD static size_t stepBytes(const Conn& c) { return c.simpleStepBytes; }
+
+  template <class Platform>
+  CC_HD static void* acquireSend(Platform& plat, SendConn& c) {
+    const uint64_t step = c.simpleStep;
+    const uint64_t* head = &c.ctrl->simpleHead;
+    if (!plat.waitUntil([&] { return plat.loadAcquire(head) + kNumSteps > step; }, c.peer, "buffer space"))
+      return nullptr;
+    return c.simpleBuf + (step % kNumSteps) * c.simpleStepBytes;
+  }
+
+  template <class Platform>
+  CC_HD static void postSend(Platform& plat, SendConn& c, void*, size_t bytes) {
+    plat.barrier();
+    if (plat.tid() == 0) {
+      plat.storeRelaxed(&c.ctrl->simpleBytes[c.simpleStep % kNumSteps], bytes);
+      plat.storeRelease(&c.ctrl->simpleTail, c.simpleStep + 1);
+    }
+    c.simpleStep++;
+  }
+
+  template <class Platform>
+  CC_HD static const void* acquireRecv(Platform& plat, RecvConn& c, size_t bytes) {
+    const uint64_t step = c.simpleStep;
+    const uint64_t* tail = &c.ctrl->simpleTail;
+    if (!plat.waitUntil([&] { return plat.loadAcquire(tail) > step; }, c.peer, "data")) return nullptr;
+    // Ranks that disagree on count or type produce steps of different sizes: say so, do not
+    // reduce garbage.
+    const uint64_t sent = plat.loadRelaxed(&c.ctrl->simpleBytes[step % kNumSteps]);
+    if (sent != bytes) {
+      plat.failSizeMismatch(c.peer, sent, bytes);
+      return nullptr;
+    }
+    return c.simpleBuf + (step % kNumSteps) * c.simpleStepBytes;
+  }
+
+  template <class Platform>
+  CC_HD static void releaseRecv(Platform& plat, RecvConn& c) {
+    plat.barrier();
+    if (plat.tid() == 0) plat.storeRelease(&c.ctrl->simpleHead, c.simpleStep + 1);
+    c.simpleStep++;
+  }
+};
+
+struct ProtoLL {
+  static constexpr const char* kName = "LL";
+  static constexpr bool kNeedsStaging = true;
+
+  template <class Conn>
+  CC_HD static size_t stepBytes(const Conn& c) { return c.llStepLines * kLlBytesPerLine; }
+
+  template <class Platform>
+  CC_HD static void* acquireSend(Platform& plat, SendConn& c) {
+    const uint64_t step = c.llStep;
+    const uint64_t* head = &c.ctrl->llHead;
+    if (!plat.waitUntil([&] { return plat.loadAcquire(head) + kNumSteps > step; }, c.peer, "buffer space"))
+      return nullptr;
+    return plat.sendStaging();
+  }
+
+  template <class Platform>
+  CC_HD static void postSend(Platform& plat, SendConn& c, void* staging, size_t bytes) {
+    plat.barrier();
+    const uint32_t flag = static_cast<uint32_t>(c.llStep + 1);
+    uint64_t* lines = c.llBuf + (c.llStep % kNumSteps) * c.llStepLines;
+    const unsigned char* src = static_cast<const unsigned char*>(staging);
+    const size_t nLines = (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine;
+    for (size_t i = plat.tid(); i < nLines; i += plat.nthreads()) {
+      uint32_t data = 0;
+      const size_t off = i * kLlBytesPerLine;
+      const size_t len = bytes - off < kLlBytesPerLine ? bytes - off : kLlBytesPerLine;
+      __builtin_memcpy(&data, src + off, len);
+      plat.storeRelaxed(&lines[i], (static_cast<uint64_t>(flag) << 32) | data);
+    }
+    c.llStep++;
+  }
+
+  template <class Platform>
+  CC_HD static const void* acquireRecv(Platform& plat, RecvConn& c, size_t bytes) {
+    const uint32_t flag = static_cast<uint32_t>(c.llStep + 1);
+    const uint64_t* lines = c.llBuf + (c.llStep % kNumSteps) * c.llStepLines;
+    unsigned char* dst = static_cast<unsigned char*>(plat.recvStaging());
+    const size_t nLines = (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine;
+    for (size_t i = plat.tid(); i < nLines; i += plat.nthreads()) {
+      uint64_t line;
+      if (!plat.waitUntil([&] { line = plat.loadRelaxed(&lines[i]); return static_cast<uint32_t>(line >> 32) == flag; },
+                          c.peer, "data"))
+        return nullptr;
+      const uint32_t data = static_cast<uint32_t>(line);
+      const size_t off = i * kLlBytesPerLine;
+      const size_t len = bytes - off < kLlBytesPerLine ? bytes - off : kLlBytesPerLine;
+      __builtin_memcpy(dst + off, &data, len);
+    }
+    plat.barrier();
+    return dst;
+  }
+
+  template <class Platform>
+  CC_HD static void releaseRecv(Platform& plat, RecvConn& c) {
+    plat.barrier();
+    if (plat.tid() == 0) plat.storeRelease(&c.ctrl->llHead, c.llStep + 1);
+    c.llStep++;
+  }
+};
+
+}  // namespace collcomm::detail

@@ -1,0 +1,140 @@
+// reduceCopy: the element loop at the bottom of every primitive (data path). Loads one or two
+// sources, applies the functor's preOp/reduce/postOp, stores to one or two destinations.
+// Device code: g++ (host executor) and nvcc (kernels).
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include "common/host_device.h"
+#include "device/dtypes.h"
+#include "device/reduce_ops.h"
+
+namespace collcomm::detail {
+
+// Host buffers may be misaligned, even within an element (the user's pointer plus any byte
+// offset), so host code moves elements with memcpy; gcc turns it into plain (vector) moves.
+// Device buffers are element-aligned.
+template <class T>
+CC_HD CC_FORCE_INLINE T loadElem(const T* p, size_t i) {
+#if CC_DEVICE_COMPILE
+  return p[i];
+#else
+  T v;
+  __builtin_memcpy(&v, reinterpret_cast<const char*>(p) + i * sizeof(T), sizeof(T));
+  return v;
+#endif
+}
+
+template <class T>
+CC_HD CC_FORCE_INLINE void storeElem(T* p, size_t i, T v) {
+#if CC_DEVICE_COMPILE
+  p[i] = v;
+#else
+  __builtin_memcpy(reinterpret_cast<char*>(p) + i * sizeof(T), &v, sizeof(T));
+#endif
+}
+
+// The elements [begin, end) with stride step, every choice fixed at compile time so that the host
+// loop (step 1) has no branches left and vectorises.
+template <bool kSrc1, bool kPre0, bool kPre1, bool kPost, bool kDst1, class Fn, class T>
+CC_HD void reduceCopyLoop(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0, const T* src1, T* dst0,
+                          T* dst1) {
+#if !CC_DEVICE_COMPILE
+  (void)step;  // always 1 on the host
+  for (size_t i = begin; i < end; ++i) {
+#else
+  for (size_t i = begin; i < end; i += step) {
+#endif
+    T v = loadElem(src0, i);
+    if constexpr (kPre0) v = fn.preOp(v);
+    if constexpr (kSrc1) {
+      T w = loadElem(src1, i);
+      if constexpr (kPre1) w = fn.preOp(w);
+      v = fn.reduce(v, w);
+    }
+    if constexpr (kPost) v = fn.postOp(v);
+    storeElem(dst0, i, v);
+    if constexpr (kDst1) storeElem(dst1, i, v);
+  }
+}
+
+template <bool kPre0, bool kPre1, bool kPost, class Fn, class T>
+CC_HD void reduceCopyPointers(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0, const T* src1,
+                              T* dst0, T* dst1) {
+  if (src1 != nullptr) {
+    if (dst1 != nullptr) {
+      reduceCopyLoop<true, kPre0, kPre1, kPost, true>(fn, begin, end, step, src0, src1, dst0, dst1);
+    } else {
+      reduceCopyLoop<true, kPre0, kPre1, kPost, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    }
+  } else if (dst1 != nullptr) {
+    reduceCopyLoop<false, kPre0, false, kPost, true>(fn, begin, end, step, src0, src1, dst0, dst1);
+  } else {
+    reduceCopyLoop<false, kPre0, false, kPost, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+  }
+}
+
+// dst0[i] (and dst1[i]) = postOp?(reduce(preOp0?(src0[i]), preOp1?(src1[i]))) for i in [0, n),
+// with the src1 term left out when src1 is null and dst1 skipped when null. Flags name functor
+// hooks to apply; they are ignored when the functor has no such hook.
+//
+// Threads: the nthreads callers (tid 0..nthreads-1, same arguments) together write every element
+// once; which thread gets which element is unspecified: strided by tid on the device (coalesced),
+// contiguous per-thread chunks on the host (cache lines not shared, loop vectorisable). Callers
+// synchronise the threads before reading the result.
+// Aliasing: a destination may be the same pointer as a source (in place); no other overlap.
+// Alignment: element-aligned on the device; any byte address on the host.
+// Cost: one pass over the data; a pure copy (no src1, no hook applied) is a memcpy on the host.
+// T is deduced from src0 alone, so src1/dst1 may be passed as nullptr.
+template <class Fn, class T>
+CC_HD void reduceCopy(const Fn& fn, int tid, int nthreads, size_t n, const T* src0, bool preOp0,
+                      const std::type_identity_t<T>* src1, bool preOp1, std::type_identity_t<T>* dst0,
+                      std::type_identity_t<T>* dst1, bool postOp) {
+  preOp0 = preOp0 && Fn::kHasPreOp;
+  preOp1 = preOp1 && Fn::kHasPreOp && src1 != nullptr;
+  postOp = postOp && Fn::kHasPostOp;
+
+#if CC_DEVICE_COMPILE
+  const size_t begin = static_cast<size_t>(tid);
+  const size_t end = n;
+  const size_t step = static_cast<size_t>(nthreads);
+#else
+  // Chunks rounded up to 64 bytes' worth of elements so that threads seldom share a cache line.
+  constexpr size_t kGrain = sizeof(T) >= 64 ? 1 : 64 / sizeof(T);
+  const size_t perThread = (n + nthreads - 1) / nthreads;
+  const size_t chunk = (perThread + kGrain - 1) / kGrain * kGrain;
+  const size_t begin = chunk * tid < n ? chunk * tid : n;
+  const size_t end = n - begin < chunk ? n : begin + chunk;
+  const size_t step = 1;
+  if (begin == end) return;
+
+  if (src1 == nullptr && !preOp0 && !postOp) {
+    const char* from = reinterpret_cast<const char*>(src0) + begin * sizeof(T);
+    const size_t bytes = (end - begin) * sizeof(T);
+    if (dst0 != src0) __builtin_memcpy(reinterpret_cast<char*>(dst0) + begin * sizeof(T), from, bytes);
+    if (dst1 != nullptr && dst1 != src0) {
+      __builtin_memcpy(reinterpret_cast<char*>(dst1) + begin * sizeof(T), from, bytes);
+    }
+    return;
+  }
+#endif
+
+  // Flags a functor lacks are compile-time false: those cases collapse onto one instantiation.
+  constexpr bool kPre = Fn::kHasPreOp;
+  constexpr bool kPost = Fn::kHasPostOp;
+  // clang-format off
+  switch ((preOp0 ? 1 : 0) | (preOp1 ? 2 : 0) | (postOp ? 4 : 0)) {
+    case 0: return reduceCopyPointers<false, false, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 1: return reduceCopyPointers<kPre, false, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 2: return reduceCopyPointers<false, kPre, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 3: return reduceCopyPointers<kPre, kPre, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 4: return reduceCopyPointers<false, false, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 5: return reduceCopyPointers<kPre, false, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 6: return reduceCopyPointers<false, kPre, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
+    default: return reduceCopyPointers<kPre, kPre, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
+  }
+  // clang-format on
+}
+
+}  // namespace collcomm::detail

@@ -1,0 +1,45 @@
+// Protocol choice: LL below a size threshold (latency of one flagged line per 4 bytes), Simple
+// above it (one pass over memory per step). The threshold is a default for this machine class;
+// issue #6 measures and tunes it.
+#include "plan/tuner.h"
+
+#include <strings.h>
+
+#include <string>
+
+#include "common/params.h"
+
+namespace collcomm::detail {
+
+Status loadTunerConfig(TunerConfig* out) {
+  TunerConfig cfg;
+  const std::string proto = paramStr(Param::kProto);
+  if (!proto.empty()) {
+    if (strcasecmp(proto.c_str(), "LL") == 0)
+      cfg.forcedProto = static_cast<int>(Protocol::kLL);
+    else if (strcasecmp(proto.c_str(), "Simple") == 0)
+      cfg.forcedProto = static_cast<int>(Protocol::kSimple);
+    else
+      return CC_ERROR(Status::kInvalidArgument, "COLLCOMM_PROTO=%s is not a protocol (use Simple or LL)",
+                      proto.c_str());
+  }
+  const std::string algo = paramStr(Param::kAlgo);
+  if (!algo.empty() && strcasecmp(algo.c_str(), "Ring") != 0)
+    return CC_ERROR(Status::kInvalidArgument, "COLLCOMM_ALGO=%s is not an algorithm this build has (use Ring)",
+                    algo.c_str());
+  const int64_t threshold = paramInt(Param::kLlThreshold);
+  if (threshold >= 0) cfg.llThreshold = static_cast<size_t>(threshold);
+  *out = cfg;
+  return kOk;
+}
+
+CollPlan planCollective(const TunerConfig& cfg, CollKind, size_t bytes, int, int nChannels) {
+  CollPlan plan{Protocol::kSimple, nChannels};
+  if (cfg.forcedProto >= 0)
+    plan.proto = static_cast<Protocol>(cfg.forcedProto);
+  else if (bytes <= cfg.llThreshold)
+    plan.proto = Protocol::kLL;
+  return plan;
+}
+
+}  // namespace collcomm::detail

@@ -1,0 +1,95 @@
+// Pairwise connection setup over the bootstrap (see connect.h).
+#include "transport/connect.h"
+
+#include <cstring>
+
+namespace collcomm::detail {
+namespace {
+
+constexpr uint64_t kAckTagBit = 1ull << 63;
+
+const TransportOps* pickTransport(const PeerInfo& self, const PeerInfo& peer, uint32_t* index) {
+  int count = 0;
+  const TransportOps* const* table = transportTable(&count);
+  for (int i = 0; i < count; ++i) {
+    if (table[i]->canConnect(self, peer)) {
+      *index = static_cast<uint32_t>(i);
+      return table[i];
+    }
+  }
+  return nullptr;
+}
+
+template <class Conn>
+void bindPeer(Conn& conn, const PeerInfo& self, const PeerInfo& peer, bool isSend) {
+  conn.peer.rank = peer.rank;
+  conn.peer.sameProcess = peer.processToken == self.processToken;
+  conn.peer.pid = peer.hostHash == self.hostHash ? peer.pid : -1;
+  conn.peer.host = peer.host;
+  conn.peer.peerState = isSend ? &conn.ctrl->receiverState : &conn.ctrl->senderState;
+  conn.peer.ownState = isSend ? &conn.ctrl->senderState : &conn.ctrl->receiverState;
+  conn.simpleStep = 0;
+  conn.llStep = 0;
+}
+
+}  // namespace
+
+Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self,
+                    std::vector<ConnectRequest>& requests, Deadline deadline) {
+  const PeerInfo& me = peers[self];
+  // 1. Receivers create FIFOs and describe them.
+  for (ConnectRequest& r : requests) {
+    if (r.isSend) continue;
+    const PeerInfo& peer = peers[r.peer];
+    uint32_t index = 0;
+    const TransportOps* t = pickTransport(me, peer, &index);
+    if (t == nullptr)
+      return CC_ERROR(Status::kInvalidUsage,
+                      "no transport can connect rank %d (host %s) with rank %d (host %s): this build connects ranks "
+                      "on one host only (in-process P2P, shared memory); check COLLCOMM_P2P_DISABLE/SHM_DISABLE",
+                      self, me.host, peer.rank, peer.host);
+    ConnDesc desc{};
+    CC_CHECK(t->createFifo(r.layout, me, peer, r.mem, &desc));
+    desc.transport = index;
+    desc.simpleStepBytes = r.layout.simpleStepBytes;
+    desc.llStepLines = r.layout.llStepLines;
+    bindFifo(*r.recv, (*r.mem)->base(), r.layout);
+    bindPeer(*r.recv, me, peer, false);
+    *r.transportName = t->name;
+    CC_CHECK(bootstrap.send(r.peer, r.tag, &desc, sizeof(desc), deadline));
+  }
+  // 2. Senders attach and acknowledge.
+  for (ConnectRequest& r : requests) {
+    if (!r.isSend) continue;
+    const PeerInfo& peer = peers[r.peer];
+    ConnDesc desc{};
+    CC_CHECK(bootstrap.recv(r.peer, r.tag, &desc, sizeof(desc), deadline));
+    int count = 0;
+    const TransportOps* const* table = transportTable(&count);
+    if (desc.transport >= static_cast<uint32_t>(count))
+      return CC_ERROR(Status::kInternalError, "rank %d described a connection with unknown transport %u", r.peer,
+                      desc.transport);
+    const TransportOps* t = table[desc.transport];
+    CC_CHECK(t->attachFifo(desc, me, peer, r.mem));
+    const FifoLayout layout{desc.simpleStepBytes, desc.llStepLines};
+    bindFifo(*r.send, (*r.mem)->base(), layout);
+    bindPeer(*r.send, me, peer, true);
+    *r.transportName = t->name;
+    const uint8_t ack = 1;
+    CC_CHECK(bootstrap.send(r.peer, r.tag | kAckTagBit, &ack, sizeof(ack), deadline));
+  }
+  // 3. Receivers learn that their senders hold the FIFO.
+  for (ConnectRequest& r : requests) {
+    if (r.isSend) continue;
+    uint8_t ack = 0;
+    CC_CHECK(bootstrap.recv(r.peer, r.tag | kAckTagBit, &ack, sizeof(ack), deadline));
+    int count = 0;
+    const TransportOps* const* table = transportTable(&count);
+    for (int i = 0; i < count; ++i)
+      if (strcmp(table[i]->name, *r.transportName) == 0 && table[i]->senderAttached != nullptr)
+        table[i]->senderAttached(**r.mem);
+  }
+  return kOk;
+}
+
+}  // namespace collcomm::detail

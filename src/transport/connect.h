@@ -1,0 +1,32 @@
+// Connection setup between ranks, in step with the peers: the receiving side of each connection
+// picks the transport, creates the FIFO and sends its description over the bootstrap; the sending
+// side attaches and acknowledges; then the receiver drops any name others could still open.
+// Setup tier; blocks until the deadline at most.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "common/deadline.h"
+#include "device/fifo.h"
+#include "transport/transport.h"
+
+namespace collcomm::detail {
+
+struct ConnectRequest {
+  int peer;
+  bool isSend;
+  uint64_t tag;  // the same on both sides of one connection, unique among the pair's connections
+  FifoLayout layout;
+  SendConn* send;  // isSend
+  RecvConn* recv;  // !isSend
+  std::unique_ptr<FifoMemory>* mem;
+  const char** transportName;  // set to the transport used
+};
+
+// Both sides of every connection must be in the peers' calls, in any order.
+Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self,
+                    std::vector<ConnectRequest>& requests, Deadline deadline);
+
+}  // namespace collcomm::detail

@@ -1,0 +1,64 @@
+// Transports: how the FIFO of one connection (see device/fifo.h) comes to be memory both ranks
+// can reach. The receiver creates the FIFO, describes it in a ConnDesc that travels to the sender
+// over the bootstrap, and the sender attaches to it.
+//
+// A transport is a named ops table. Every op runs on the communicator's control thread during
+// connection setup (setup tier: may allocate, make syscalls, block until the deadline).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "common/status.h"
+#include "device/fifo.h"
+
+namespace collcomm::detail {
+
+// What every rank tells every other at init (all-gathered through the bootstrap).
+struct PeerInfo {
+  int rank;
+  int pid;
+  uint64_t hostHash;      // same value <=> same host (hostname + boot id)
+  uint64_t processToken;  // same value <=> same process
+  int device;
+  char host[64];
+};
+
+// Opaque description of a FIFO, made by the receiving side's transport.
+struct ConnDesc {
+  uint32_t transport;  // index in transportTable()
+  uint32_t reserved;
+  uint64_t bytes;      // FIFO block size
+  uint64_t simpleStepBytes;  // the receiver's layout, which the sender adopts
+  uint64_t llStepLines;
+  char data[224];
+};
+
+// Keeps one side's mapping of a FIFO alive; destroying it releases that side's share.
+class FifoMemory {
+ public:
+  virtual ~FifoMemory() = default;
+  virtual void* base() = 0;
+};
+
+struct TransportOps {
+  const char* name;
+  // Whether this transport can join `self` and `peer` (given the user's COLLCOMM_*_DISABLE).
+  bool (*canConnect)(const PeerInfo& self, const PeerInfo& peer);
+  // Receiver: creates a zeroed FIFO block of layout.totalBytes() and describes it.
+  Status (*createFifo)(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer,
+                       std::unique_ptr<FifoMemory>* mem, ConnDesc* desc);
+  // Sender: maps the block `desc` describes.
+  Status (*attachFifo)(const ConnDesc& desc, const PeerInfo& self, const PeerInfo& peer,
+                       std::unique_ptr<FifoMemory>* mem);
+  // Receiver, once the sender has attached: drop names others could still open (may be null).
+  void (*senderAttached)(FifoMemory& mem);
+};
+
+extern const TransportOps kP2pTransport;
+extern const TransportOps kShmTransport;
+
+// Transports in order of preference.
+const TransportOps* const* transportTable(int* count);
+
+}  // namespace collcomm::detail

@@ -1,0 +1,59 @@
+// Conformance with ranks as threads of one process (in-process P2P transport, and SHM when P2P is
+// disabled): every collective, dtype, op, count, placement and several roots, bit for bit.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "support/coll_check.h"
+#include "support/thread_ranks.h"
+#include "support/watchdog.h"
+
+namespace collcomm::test {
+namespace {
+
+struct SweepParam {
+  int nranks;
+  const char* proto;  // COLLCOMM_PROTO, "" for the planner's choice
+  bool shm;           // COLLCOMM_P2P_DISABLE=1
+};
+
+class ThreadSweep : public ::testing::TestWithParam<SweepParam> {};
+
+TEST_P(ThreadSweep, EveryCollectiveExact) {
+  const SweepParam p = GetParam();
+  Watchdog dog(300, "thread sweep");
+  setenv("COLLCOMM_PROTO", p.proto, 1);
+  setenv("COLLCOMM_P2P_DISABLE", p.shm ? "1" : "0", 1);
+  setenv("COLLCOMM_TIMEOUT", "60", 1);
+  ThreadRanks ranks(p.nranks);
+  unsetenv("COLLCOMM_PROTO");
+  unsetenv("COLLCOMM_P2P_DISABLE");
+  ASSERT_EQ(ranks.initResult(), ccSuccess) << ccGetLastError(nullptr);
+  const auto cases = conformanceCases(p.nranks, p.proto[0] == '\0' && p.nranks <= 4);
+  ranks.run([&](int rank, ccComm_t comm) {
+    for (const CaseSpec& c : cases) {
+      std::string f = runCase(comm, rank, p.nranks, c);
+      if (!f.empty()) {
+        ranks.fail(f);
+        return;
+      }
+    }
+  });
+  EXPECT_TRUE(ranks.ok()) << ranks.failures();
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
+                         ::testing::Values(SweepParam{1, "", false}, SweepParam{2, "", false},
+                                           SweepParam{3, "", false}, SweepParam{4, "", false},
+                                           SweepParam{5, "", false}, SweepParam{7, "", false},
+                                           SweepParam{8, "", false}, SweepParam{2, "Simple", false},
+                                           SweepParam{3, "LL", false}, SweepParam{4, "Simple", true},
+                                           SweepParam{3, "LL", true}),
+                         [](const ::testing::TestParamInfo<SweepParam>& info) {
+                           return std::to_string(info.param.nranks) + "ranks" +
+                                  (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
+                                  (info.param.shm ? "_shm" : "");
+                         });
+
+}  // namespace
+}  // namespace collcomm::test
