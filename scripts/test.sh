@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Quick start, tests (and what CI runs): install what is needed, build, run the whole suite; then
+# the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer; then compile every CUDA
+# kernel for the supported architectures (nothing runs them here: there is no GPU).
+# SKIP_SANITIZERS=1 or SKIP_CUDA=1 leave those stages out (for a quick local run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+
+echo "== build and test (RelWithDebInfo)"
+BUILD_DIR=build bash scripts/build.sh -DCOLLCOMM_CUDA=OFF
+ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 600
+
+if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== build and test with AddressSanitizer + UndefinedBehaviorSanitizer"
+  BUILD_DIR=build-asan BUILD_TYPE=Debug bash scripts/build.sh -DCOLLCOMM_CUDA=OFF -DCOLLCOMM_SANITIZE=address,undefined
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 900
+fi
+
+if [ "${SKIP_CUDA:-0}" != 1 ]; then
+  if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+    echo "== compile CUDA kernels (sm_80, sm_90)"
+    export PATH="/usr/local/cuda/bin:$PATH"
+    BUILD_DIR=build-cuda bash scripts/build.sh -DCOLLCOMM_CUDA=ON -DCOLLCOMM_BUILD_TESTS=OFF
+  else
+    echo "== CUDA kernels: SKIPPED (no nvcc on this machine)"
+  fi
+fi
+echo "== all stages passed"
