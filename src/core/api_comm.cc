@@ -198,7 +198,7 @@ ccResult_t ccCommUserRank(const ccComm_t comm, int* rank) {
 }
 
 const char* ccGetErrorString(ccResult_t result) {
-  switch (result) {
+  switch (enumBits(result)) {
     case ccSuccess: return "no error";
     case ccUnhandledCudaError: return "unhandled cuda error (run with COLLCOMM_DEBUG=INFO for details)";
     case ccSystemError: return "unhandled system error (run with COLLCOMM_DEBUG=INFO for details)";

@@ -12,12 +12,12 @@ namespace {
 Status createPreMulSum(ccComm* comm, ccRedOp_t* op, void* scalar, ccDataType_t dtype, ccScalarResidence_t residence) {
   if (op == nullptr) return CC_ERROR(Status::kInvalidArgument, "ccRedOpCreatePreMulSum: op is NULL");
   if (scalar == nullptr) return CC_ERROR(Status::kInvalidArgument, "ccRedOpCreatePreMulSum: scalar is NULL");
-  if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) >= ccNumTypes)
+  if (enumBits(dtype) < 0 || enumBits(dtype) >= ccNumTypes)
     return CC_ERROR(Status::kInvalidArgument, "ccRedOpCreatePreMulSum: datatype %d is not a ccDataType_t",
-                    static_cast<int>(dtype));
-  if (residence != ccScalarDevice && residence != ccScalarHostImmediate)
+                    enumBits(dtype));
+  if (enumBits(residence) != ccScalarDevice && enumBits(residence) != ccScalarHostImmediate)
     return CC_ERROR(Status::kInvalidArgument, "ccRedOpCreatePreMulSum: residence %d is not a ccScalarResidence_t",
-                    static_cast<int>(residence));
+                    enumBits(residence));
   UserRedOp u;
   u.inUse = true;
   u.dtype = dtype;
@@ -35,7 +35,7 @@ Status createPreMulSum(ccComm* comm, ccRedOp_t* op, void* scalar, ccDataType_t d
 }
 
 Status destroyOp(ccComm* comm, ccRedOp_t op) {
-  const int o = static_cast<int>(op);
+  const int o = enumBits(op);
   if (o < ccNumOps)
     return CC_ERROR(Status::kInvalidArgument, "ccRedOpDestroy: op %d is built in and cannot be destroyed", o);
   const size_t idx = static_cast<size_t>(o - ccNumOps);

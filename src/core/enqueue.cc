@@ -65,12 +65,8 @@ Status checkOp(ccComm* comm, const Op& op, ccStream_t stream) {
     return CC_ERROR(Status::kInvalidArgument,
                     "%s: stream must be NULL on a host communicator (rank %d); host calls complete before returning",
                     name, comm->rank);
-  if (static_cast<int>(op.dtype) < 0 || static_cast<int>(op.dtype) >= ccNumTypes)
-    return CC_ERROR(Status::kInvalidArgument, "%s: datatype %d is not a ccDataType_t (0..%d)", name,
-                    static_cast<int>(op.dtype), ccNumTypes - 1);
   if (collReduces(op.kind)) {
     const int o = static_cast<int>(op.op);
-    if (o < 0) return CC_ERROR(Status::kInvalidArgument, "%s: reduction op %d is not a ccRedOp_t", name, o);
     if (o >= ccNumOps) {
       const size_t idx = static_cast<size_t>(o - ccNumOps);
       if (idx >= comm->userOps.size() || !comm->userOps[idx].inUse)
@@ -238,6 +234,16 @@ Status runP2pBatch(ccComm* comm, const std::vector<Op>& ops, size_t begin, size_
 }
 
 }  // namespace
+
+Status checkEnumArgs(CollKind kind, int dtype, int op) {
+  const char* name = collName(kind);
+  if (dtype < 0 || dtype >= ccNumTypes)
+    return CC_ERROR(Status::kInvalidArgument, "%s: datatype %d is not a ccDataType_t (0..%d)", name, dtype,
+                    ccNumTypes - 1);
+  if (collReduces(kind) && op < 0)
+    return CC_ERROR(Status::kInvalidArgument, "%s: reduction op %d is not a ccRedOp_t", name, op);
+  return kOk;
+}
 
 Status checkComm(const ccComm* comm) {
   if (comm == nullptr) return CC_ERROR(Status::kInvalidArgument, "comm is NULL");

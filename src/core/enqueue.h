@@ -22,6 +22,19 @@ struct Op {
   int root;
 };
 
+// The object representation of an enum argument as an int. Reading a C enum whose value lies
+// outside its enumerators' range is undefined in C++, so arguments are checked in this form first.
+template <class E>
+int enumBits(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  __builtin_memcpy(&v, &e, sizeof(v));
+  return v;
+}
+
+// Range checks of the enum arguments, before they are used as enums.
+Status checkEnumArgs(CollKind kind, int dtype, int op);
+
 // A usable communicator handle, or a sentence saying why not.
 Status checkComm(const ccComm* comm);
 
