@@ -77,7 +77,7 @@ class SocketBootstrap final : public Bootstrap {
   // data"), `dir` "from" or "to" `peer`.
   Status ioFailure(const IoStatus& s, int peer, const std::string& op, const char* dir);
   Status checkCall(int peer, const char* call);
-  Status hello(const Socket& s, wire::ConnKind kind, Deadline deadline, int peer, const char* op);
+  wire::HelloMsg hello(wire::ConnKind kind) const;
   Status ringExchange(const char* sendBuf, char* recvBuf, size_t bytes, Deadline deadline);
 
   int rank_;
@@ -124,7 +124,7 @@ Status SocketBootstrap::checkCall(int peer, const char* call) {
   return kOk;
 }
 
-Status SocketBootstrap::hello(const Socket& s, wire::ConnKind kind, Deadline deadline, int peer, const char* op) {
+wire::HelloMsg SocketBootstrap::hello(wire::ConnKind kind) const {
   wire::HelloMsg h{};
   h.magic = wire::kMagic;
   h.version = wire::kVersion;
@@ -132,14 +132,15 @@ Status SocketBootstrap::hello(const Socket& s, wire::ConnKind kind, Deadline dea
   h.secret[1] = secret_[1];
   h.srcRank = rank_;
   h.kind = static_cast<uint32_t>(kind);
-  return ioFailure(s.sendAll(&h, sizeof(h), deadline, &aborted_), peer, op, "to");
+  return h;
 }
 
 Status SocketBootstrap::connectRing(Deadline deadline) {
   if (nranks_ == 1) return kOk;
   IoStatus s = Socket::connect(peers_[next()].addr, deadline, &aborted_, &ringOut_);
   CC_CHECK(ioFailure(s, next(), "connecting the ring", "to"));
-  CC_CHECK(hello(ringOut_, wire::ConnKind::kRing, deadline, next(), "connecting the ring"));
+  wire::HelloMsg h = hello(wire::ConnKind::kRing);
+  CC_CHECK(ioFailure(ringOut_.sendAll(&h, sizeof(h), deadline, &aborted_), next(), "connecting the ring", "to"));
   for (;;) {
     ringIn_ = inbox_.takeRing();
     if (ringIn_.valid()) return kOk;
@@ -198,8 +199,7 @@ Status SocketBootstrap::send(int peer, uint64_t tag, const void* data, size_t si
   Socket& s = out_[peer];
   bool fresh = !s.valid();
   if (fresh) CC_CHECK(ioFailure(Socket::connect(peers_[peer].addr, deadline, &aborted_, &s), peer, op, "to"));
-  wire::HelloMsg h{
-      wire::kMagic, wire::kVersion, {secret_[0], secret_[1]}, rank_, static_cast<uint32_t>(wire::ConnKind::kP2p)};
+  wire::HelloMsg h = hello(wire::ConnKind::kP2p);
   wire::MsgHeader header{tag, size};
   const struct {
     const void* p;

@@ -289,6 +289,20 @@ TEST_F(BootstrapTest, MissingRankTimesOutNamingIt) {
   });
 }
 
+TEST_F(BootstrapTest, RootTimeoutNamesMissingRanks) {
+  runWithWatchdog(20, [] {
+    setenv("COLLCOMM_TIMEOUT", "1", 1);
+    UniqueIdData id = newId();
+    setenv("COLLCOMM_TIMEOUT", "15", 1);
+    auto t0 = Clock::now();
+    auto results = runJob(id, {{0, 3}}, kJobSeconds);
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3)) << "the root's COLLCOMM_TIMEOUT, not the rank's deadline";
+    EXPECT_EQ(results[0].status, Status::kTimeout) << results[0].error;
+    EXPECT_NE(results[0].error.find("ranks 1,2 of 3 never joined"), std::string::npos) << results[0].error;
+    EXPECT_NE(results[0].error.find("COLLCOMM_TIMEOUT=1"), std::string::npos) << results[0].error;
+  });
+}
+
 TEST_F(BootstrapTest, AbortUnblocksRecvAndLaterCalls) {
   runWithWatchdog(20, [] {
     std::atomic<Bootstrap*> victim{nullptr};
@@ -400,6 +414,44 @@ TEST_F(BootstrapTest, CommIdOnAFixedLocalAddress) {
       v[bs.rank()] = bs.rank() + 100;
       ASSERT_EQ(bs.allGather(v.data(), sizeof(int), Deadline::afterSeconds(kJobSeconds)), kOk);
       EXPECT_EQ(v, (std::vector<int>{100, 101, 102}));
+    });
+    for (auto& r : results) EXPECT_EQ(r.status, kOk) << r.error;
+    unsetenv("COLLCOMM_COMM_ID");
+  });
+}
+
+TEST_F(BootstrapTest, Ipv6Job) {
+  runWithWatchdog(30, [] {
+    setenv("COLLCOMM_SOCKET_FAMILY", "AF_INET6", 1);
+    std::vector<NetInterface> ifs;
+    bool haveV6 = findInterfaces(1, &ifs) == kOk;
+    UniqueIdData id{};
+    bool made = haveV6 && createUniqueId(&id) == kOk;
+    unsetenv("COLLCOMM_SOCKET_FAMILY");
+    if (!made) GTEST_SKIP() << "no IPv6 interface here";
+    EXPECT_EQ(rootOf(id).family(), AF_INET6);
+    auto results = runJob(id, allRanks(3), kJobSeconds, [](Bootstrap& b) {
+      std::vector<int> v(3, -1);
+      v[b.rank()] = b.rank() + 7;
+      ASSERT_EQ(b.allGather(v.data(), sizeof(int), Deadline::afterSeconds(kJobSeconds)), kOk);
+      EXPECT_EQ(v, (std::vector<int>{7, 8, 9}));
+    });
+    for (auto& r : results) EXPECT_EQ(r.status, kOk) << r.error;
+  });
+}
+
+TEST_F(BootstrapTest, CommIdOnIpv6Loopback) {
+  runWithWatchdog(30, [] {
+    Socket probe;
+    SocketAddress any, free;
+    std::string why;
+    if (!SocketAddress::parse("[::1]:0", AF_INET6, &any, &why) || !Socket::listen(any, &probe, &free).ok())
+      GTEST_SKIP() << "no IPv6 loopback here";
+    probe.close();
+    setenv("COLLCOMM_COMM_ID", free.toString().c_str(), 1);
+    UniqueIdData id = newId();
+    auto results = runJob(id, allRanks(2), kJobSeconds, [](Bootstrap& b) {
+      EXPECT_EQ(b.barrier(Deadline::afterSeconds(kJobSeconds)), kOk);
     });
     for (auto& r : results) EXPECT_EQ(r.status, kOk) << r.error;
     unsetenv("COLLCOMM_COMM_ID");
