@@ -155,7 +155,7 @@ ccResult_t ccCommAbort(ccComm_t comm) {
   Status s = checkComm(comm);
   if (!isOk(s)) return toResult(s);
   comm->abortFlag.store(1, std::memory_order_release);
-  comm->leaveConnections();
+  comm->leaveConnections(comm->rank, kGoneAborted);
   if (comm->bootstrap) comm->bootstrap->abort();
   groupForget(comm);
   // Waits in flight see the flag within milliseconds; past the limit the memory is kept (leaked)

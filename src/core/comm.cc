@@ -11,12 +11,18 @@ HostWaitContext ccComm::waitContext(const char* opName) const {
   ctx.spinCount = spinCount;
   ctx.opName = opName;
   ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.hostNames = hostNames.data();
   return ctx;
 }
 
-void ccComm::leaveConnections() {
-  auto leave = [](const PeerRef& ref) {
-    if (ref.ownState != nullptr) __atomic_store_n(ref.ownState, kPeerGone, __ATOMIC_RELEASE);
+void ccComm::leaveConnections(int culprit, GoneReason reason) {
+  const uint32_t state = goneState(culprit, reason);
+  // The first departure's cause stays: an abort after a failure must not hide the root cause.
+  auto leave = [state](const PeerRef& ref) {
+    if (ref.ownState == nullptr) return;
+    uint32_t active = kPeerActive;
+    __atomic_compare_exchange_n(ref.ownState, &active, state, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
   };
   for (Channel& ch : channels) {
     leave(ch.send.peer);

@@ -94,6 +94,9 @@ struct ccComm {
 
   // What a wait in an operation named `opName` runs under.
   collcomm::detail::HostWaitContext waitContext(const char* opName) const;
-  // Marks every connection's own PeerState gone, so peers stop waiting on this rank.
-  void leaveConnections();
+  // Marks every connection's own PeerState gone, naming the rank that caused it and why, so
+  // peers stop waiting on this rank and can report the root cause.
+  void leaveConnections(int culprit, collcomm::detail::GoneReason reason);
+  // Host name of each rank (points into peers), for error sentences.
+  std::vector<const char*> hostNames;
 };

@@ -116,12 +116,12 @@ RedOpSpec opSpec(const ccComm* comm, const Op& op) {
   return makePreMulSumOpArg(op.dtype, u.scalarPtr);
 }
 
-Status failOp(ccComm* comm, Status s) {
-  // The peers may be mid-operation with this rank: tell them it will not come, and remember the
-  // communicator is no longer usable.
+Status failOp(ccComm* comm, Status s, const HostFailure& failure) {
+  // The peers may be mid-operation with this rank: tell them it will not come (and whose fault it
+  // is), and remember the communicator is no longer usable.
   if (s == Status::kRemoteError || s == Status::kTimeout || s == Status::kInvalidUsage ||
       s == Status::kInternalError) {
-    comm->leaveConnections();
+    comm->leaveConnections(failure.culprit >= 0 ? failure.culprit : comm->rank, failure.reason);
     int expected = ccSuccess;
     comm->asyncError.compare_exchange_strong(expected, static_cast<int>(s));
   }
@@ -153,8 +153,11 @@ Status runCollective(ccComm* comm, const Op& op) {
   args.proto = plan.proto;
   args.nChannels = plan.nChannels;
   args.channels = channels;
-  const HostWaitContext ctx = comm->waitContext(collName(op.kind));
-  return failOp(comm, hostRunCollective(args, ctx));
+  HostFailure failure;
+  HostWaitContext ctx = comm->waitContext(collName(op.kind));
+  ctx.failure = &failure;
+  const Status s = hostRunCollective(args, ctx);
+  return failOp(comm, s, failure);
 }
 
 // Expands one point-to-point-shaped call into transfers.
@@ -227,10 +230,12 @@ Status runP2pBatch(ccComm* comm, const std::vector<Op>& ops, size_t begin, size_
   std::vector<HostP2pOp> transfers;
   for (size_t i = begin; i < end; ++i) expandP2p(comm, ops[i], &transfers);
   const char* name = end - begin == 1 ? collName(ops[begin].kind) : "send/recv group";
+  HostFailure failure;
   HostWaitContext ctx = comm->waitContext(name);
+  ctx.failure = &failure;
   Status s = connectP2p(comm, transfers, ctx.deadline);
   if (isOk(s)) s = hostRunP2p(transfers, comm->rank, ctx);
-  return failOp(comm, s);
+  return failOp(comm, s, failure);
 }
 
 }  // namespace

@@ -128,6 +128,7 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
   CC_CHECK(loadTunerConfig(&comm->tuner));
   CC_CHECK(Bootstrap::init(id, rank, nranks, deadline, &comm->bootstrap));
   CC_CHECK(exchangePeerInfo(comm.get(), deadline));
+  for (const PeerInfo& p : comm->peers) comm->hostNames.push_back(p.host);
   CC_CHECK(connectRings(comm.get(), config.minChannels, deadline));
   logSummary(comm.get());
   *out = comm.release();

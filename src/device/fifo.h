@@ -26,8 +26,17 @@ inline constexpr size_t kLlBytesPerLine = 4;
 inline constexpr size_t kMaxLlStepPayload = 8192;
 
 // Set by a side that stops taking part (abort or failure), so the other fails fast instead of
-// waiting for its deadline.
+// waiting for its deadline. Besides bit 0 the word says which rank caused the departure and why,
+// so a failure that travels around the ring is reported by its root cause, not by the messenger.
 enum PeerState : uint32_t { kPeerActive = 0, kPeerGone = 1 };
+enum GoneReason : uint32_t { kGoneFailed = 0, kGoneExited = 1, kGoneTimedOut = 2, kGoneAborted = 3 };
+
+CC_HD inline uint32_t goneState(int culprit, GoneReason reason) {
+  return kPeerGone | (static_cast<uint32_t>(reason) << 1) | (static_cast<uint32_t>(culprit + 1) << 8);
+}
+CC_HD inline bool isGone(uint32_t state) { return (state & kPeerGone) != 0; }
+CC_HD inline int goneCulprit(uint32_t state) { return static_cast<int>(state >> 8) - 1; }
+CC_HD inline GoneReason goneReason(uint32_t state) { return static_cast<GoneReason>((state >> 1) & 0x7f); }
 
 // Control words, each on its own cache line so the two sides never write the same line.
 struct FifoCtrl {

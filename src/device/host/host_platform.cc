@@ -31,14 +31,29 @@ bool HostPlatform::healthy(const PeerRef& peer, const char* what) {
   if (ctx_.abortFlag != nullptr && ctx_.abortFlag->load(std::memory_order_acquire) != 0) {
     status_ = CC_ERROR(Status::kInvalidUsage, "%s on rank %d stopped: the communicator was aborted (ccCommAbort)",
                        ctx_.opName, ctx_.rank);
+    blame(ctx_.rank, kGoneAborted);
     return false;
   }
-  if (peer.peerState != nullptr && __atomic_load_n(peer.peerState, __ATOMIC_ACQUIRE) == kPeerGone) {
-    status_ = CC_ERROR(Status::kRemoteError,
-                       "%s on rank %d failed: rank %d (host %s) left the operation (it failed or was aborted) "
-                       "while this rank was waiting for %s",
-                       ctx_.opName, ctx_.rank, peer.rank, peer.host, what);
-    return false;
+  if (peer.peerState != nullptr) {
+    const uint32_t state = __atomic_load_n(peer.peerState, __ATOMIC_ACQUIRE);
+    if (isGone(state)) {
+      const int culprit = goneCulprit(state);
+      const GoneReason reason = goneReason(state);
+      static const char* const kWhy[] = {"failed", "exited", "timed out", "was aborted"};
+      const char* why = kWhy[static_cast<uint32_t>(reason) < 4 ? static_cast<uint32_t>(reason) : 0];
+      if (culprit >= 0 && culprit != peer.rank)
+        status_ = CC_ERROR(Status::kRemoteError,
+                           "%s on rank %d failed: rank %d (host %s) %s, and rank %d (host %s) left the operation "
+                           "because of it while this rank was waiting for %s",
+                           ctx_.opName, ctx_.rank, culprit, hostOf(culprit), why, peer.rank, peer.host, what);
+      else
+        status_ = CC_ERROR(Status::kRemoteError,
+                           "%s on rank %d failed: rank %d (host %s) %s and left the operation while this rank was "
+                           "waiting for %s",
+                           ctx_.opName, ctx_.rank, peer.rank, peer.host, why, what);
+      blame(culprit >= 0 ? culprit : peer.rank, reason);
+      return false;
+    }
   }
   const auto now = Deadline::Clock::now();
   if (!peer.sameProcess && peer.pid > 0 && now >= nextLivenessCheck_) {
@@ -47,6 +62,7 @@ bool HostPlatform::healthy(const PeerRef& peer, const char* what) {
       status_ = CC_ERROR(Status::kRemoteError,
                          "%s on rank %d failed: rank %d (host %s, pid %d) exited while this rank was waiting for %s",
                          ctx_.opName, ctx_.rank, peer.rank, peer.host, peer.pid, what);
+      blame(peer.rank, kGoneExited);
       return false;
     }
   }
@@ -55,6 +71,7 @@ bool HostPlatform::healthy(const PeerRef& peer, const char* what) {
                        "%s on rank %d timed out after %d s waiting for %s from rank %d (host %s); "
                        "raise COLLCOMM_TIMEOUT if the peer is just slow, or check that every rank made the same call",
                        ctx_.opName, ctx_.rank, ctx_.timeoutSeconds, what, peer.rank, peer.host);
+    blame(ctx_.rank, kGoneTimedOut);
     return false;
   }
   return true;

@@ -26,6 +26,13 @@
 
 namespace collcomm::detail {
 
+// Why a wait failed, when a peer is to blame: filled by the platform, read by the communicator to
+// tell the other peers (see goneState in fifo.h).
+struct HostFailure {
+  int culprit = -1;
+  GoneReason reason = kGoneFailed;
+};
+
 // What a host-executed operation waits under.
 struct HostWaitContext {
   const std::atomic<uint32_t>* abortFlag = nullptr;
@@ -34,6 +41,9 @@ struct HostWaitContext {
   int spinCount = 2000;
   const char* opName = "operation";
   int rank = -1;
+  int nranks = 0;
+  const char* const* hostNames = nullptr;  // per rank, for naming a root cause
+  HostFailure* failure = nullptr;          // where to say who caused a failure (may be null)
 };
 
 inline void cpuRelax() {
@@ -70,7 +80,7 @@ class HostPlatform {
     for (uint32_t i = 0;; ++i) {
       if (pred()) return true;
       sched_yield();
-      if ((i & 63) == 63 && !healthy(peer, what)) return false;
+      if ((i & 7) == 7 && !healthy(peer, what)) return false;
     }
   }
 
@@ -82,7 +92,7 @@ class HostPlatform {
       return true;
     }
     sched_yield();
-    return (i & 63) != 63 || healthy(peer, what);
+    return (i & 7) != 7 || healthy(peer, what);
   }
 
   void failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected);
@@ -97,6 +107,12 @@ class HostPlatform {
  private:
   // Slow path of every wait: abort, peer gone, peer process dead, deadline.
   bool healthy(const PeerRef& peer, const char* what);
+  void blame(int culprit, GoneReason reason) {
+    if (ctx_.failure != nullptr) *ctx_.failure = HostFailure{culprit, reason};
+  }
+  const char* hostOf(int rank) const {
+    return ctx_.hostNames != nullptr && rank >= 0 && rank < ctx_.nranks ? ctx_.hostNames[rank] : "?";
+  }
 
   const HostWaitContext& ctx_;
   Status status_ = kOk;

@@ -1,0 +1,396 @@
+// cc_mp_worker: one rank of a multi-process test. collcomm_mp_tests (mp_test.cc) spawns nranks of
+// these with the job's unique id; each joins with ccCommInitRank and runs one scenario.
+//
+//   cc_mp_worker --scenario=NAME --nranks=N --rank=R [--id=HEX] [--watchdog=SECONDS]
+//
+// The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
+// environment variable. Scenarios: sweep, p2p, die, die-mid, hang (see the functions below).
+//
+// Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
+// 2 for bad command-line use; 3 (die scenarios, also with a FAIL line) when everything held except
+// that the error sentence named another rank than the dead one; 9 is the rank the die scenarios
+// kill on purpose; 124 from the watchdog (the scenario did not finish in time).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collcomm.h"
+#include "support/coll_check.h"
+#include "support/watchdog.h"
+
+namespace collcomm::test {
+namespace {
+
+struct Args {
+  std::string scenario;
+  int nranks = 0;
+  int rank = -1;
+  std::string idHex;
+  int watchdogSeconds = 170;
+};
+
+std::string g_label = "rank ? [?]";  // "rank R [scenario]", the prefix of every line printed
+
+void say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void say(const char* fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s: %s\n", g_label.c_str(), buf);
+  fflush(stderr);
+}
+
+// Prints the one failure line the driver looks for and returns the failing exit status.
+int fail(const std::string& why) {
+  fprintf(stderr, "FAIL %s: %s\n", g_label.c_str(), why.c_str());
+  fflush(stderr);
+  return 1;
+}
+
+std::string lastError(ccComm_t comm) {
+  const char* e = ccGetLastError(comm);
+  return e != nullptr ? e : "(null)";
+}
+
+std::string callFailed(const char* call, ccResult_t r, ccComm_t comm) {
+  return std::string(call) + " returned " + ccGetErrorString(r) + ": " + lastError(comm);
+}
+
+bool parseInt(const char* s, int* out) {
+  char* end = nullptr;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end != '\0') return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+bool parseArgs(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      const size_t n = strlen(name);
+      return strncmp(arg, name, n) == 0 && arg[n] == '=' ? arg + n + 1 : nullptr;
+    };
+    const char* v;
+    bool ok = true;
+    if ((v = value("--scenario")) != nullptr) {
+      a->scenario = v;
+    } else if ((v = value("--id")) != nullptr) {
+      a->idHex = v;
+    } else if ((v = value("--nranks")) != nullptr) {
+      ok = parseInt(v, &a->nranks);
+    } else if ((v = value("--rank")) != nullptr) {
+      ok = parseInt(v, &a->rank);
+    } else if ((v = value("--watchdog")) != nullptr) {
+      ok = parseInt(v, &a->watchdogSeconds);
+    } else {
+      ok = false;
+    }
+    if (!ok) return false;
+  }
+  if (a->idHex.empty())
+    if (const char* env = getenv("CC_MP_UNIQUE_ID")) a->idHex = env;
+  return !a->scenario.empty() && a->nranks >= 1 && a->rank >= 0 && a->rank < a->nranks && a->watchdogSeconds > 0;
+}
+
+bool decodeHexId(const std::string& hex, ccUniqueId* id) {
+  if (hex.size() != 2 * sizeof(id->internal)) return false;
+  for (size_t i = 0; i < sizeof(id->internal); ++i) {
+    unsigned v;
+    if (sscanf(hex.c_str() + 2 * i, "%2x", &v) != 1) return false;
+    id->internal[i] = static_cast<char>(v);
+  }
+  return true;
+}
+
+// ---- sweep: the thread sweep's conformance cases, ranks as processes ----
+
+int runSweep(ccComm_t comm, int rank, int nranks) {
+  const auto cases = conformanceCases(nranks, /*withLarge=*/nranks <= 3);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const CaseSpec& c : cases) {
+    std::string f = runCase(comm, rank, nranks, c);
+    // Stop at the first failure: the peers then see this process leave and fail fast too.
+    if (!f.empty()) return fail(f);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  say("%zu cases passed in %.1f s", cases.size(), s);
+  return 0;
+}
+
+// ---- p2p: grouped send/recv patterns and ccCommSplit ----
+
+// Value of element i of the block that `from` sends to `to` (exact in int32).
+int32_t p2pValue(int from, int to, size_t i) {
+  return static_cast<int32_t>((from * 1000003 + to * 7919 + static_cast<int64_t>(i) * 31) % 2000000011);
+}
+
+std::string checkBlock(const std::vector<int32_t>& got, size_t off, size_t count, int from, int to) {
+  for (size_t i = 0; i < count; ++i) {
+    if (got[off + i] != p2pValue(from, to, i)) {
+      char buf[200];
+      snprintf(buf, sizeof(buf), "block from rank %d to rank %d, element %zu of %zu: got %d, expected %d", from, to, i,
+               count, got[off + i], p2pValue(from, to, i));
+      return buf;
+    }
+  }
+  return "";
+}
+
+std::string ringShift(ccComm_t comm, int rank, int nranks, size_t count) {
+  const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  std::vector<int32_t> send(count), recv(count + 1, -7);
+  for (size_t i = 0; i < count; ++i) send[i] = p2pValue(rank, next, i);
+  ccResult_t r = ccGroupStart();
+  if (r != ccSuccess) return callFailed("ccGroupStart", r, nullptr);
+  ccResult_t rs = ccSend(send.data(), count, ccInt32, next, comm, nullptr);
+  ccResult_t rr = ccRecv(recv.data(), count, ccInt32, prev, comm, nullptr);
+  r = ccGroupEnd();
+  if (rs != ccSuccess) return callFailed("ccSend (ring shift)", rs, comm);
+  if (rr != ccSuccess) return callFailed("ccRecv (ring shift)", rr, comm);
+  if (r != ccSuccess) return callFailed("ccGroupEnd (ring shift)", r, comm);
+  std::string bad = checkBlock(recv, 0, count, prev, rank);
+  if (bad.empty() && recv[count] != -7) bad = "ccRecv wrote past the end of its buffer";
+  return bad.empty() ? "" : "ring shift of " + std::to_string(count) + " elements: " + bad;
+}
+
+// Every rank sends a distinct block to every rank (itself included) and receives one from each.
+std::string allPairs(ccComm_t comm, int rank, int nranks, size_t count) {
+  std::vector<int32_t> send(count * nranks), recv(count * nranks, -7);
+  for (int p = 0; p < nranks; ++p)
+    for (size_t i = 0; i < count; ++i) send[p * count + i] = p2pValue(rank, p, i);
+  ccResult_t r = ccGroupStart();
+  if (r != ccSuccess) return callFailed("ccGroupStart", r, nullptr);
+  for (int k = 0; k < nranks; ++k) {
+    // Stagger the order so that not every rank posts to rank 0 first.
+    const int p = (rank + k) % nranks;
+    ccResult_t rs = ccSend(send.data() + p * count, count, ccInt32, p, comm, nullptr);
+    if (rs != ccSuccess) {
+      ccGroupEnd();
+      return callFailed("ccSend (all pairs)", rs, comm);
+    }
+    const int q = (rank + nranks - k) % nranks;
+    ccResult_t rr = ccRecv(recv.data() + q * count, count, ccInt32, q, comm, nullptr);
+    if (rr != ccSuccess) {
+      ccGroupEnd();
+      return callFailed("ccRecv (all pairs)", rr, comm);
+    }
+  }
+  r = ccGroupEnd();
+  if (r != ccSuccess) return callFailed("ccGroupEnd (all pairs)", r, comm);
+  for (int p = 0; p < nranks; ++p) {
+    std::string bad = checkBlock(recv, p * count, count, p, rank);
+    if (!bad.empty()) return "all-pairs exchange of " + std::to_string(count) + " elements: " + bad;
+  }
+  return "";
+}
+
+// Blocking send/recv outside a group between rank pairs (0,1), (2,3), ...: the even rank sends
+// first, the odd one receives first, then the other way round.
+std::string pingPong(ccComm_t comm, int rank, int nranks, size_t count) {
+  const int peer = rank ^ 1;
+  if (peer >= nranks) return "";
+  std::vector<int32_t> send(count), recv(count, -7);
+  for (size_t i = 0; i < count; ++i) send[i] = p2pValue(rank, peer, i);
+  for (int turn = 0; turn < 2; ++turn) {
+    const bool sending = (turn == 0) == (rank % 2 == 0);
+    ccResult_t r = sending ? ccSend(send.data(), count, ccInt32, peer, comm, nullptr)
+                           : ccRecv(recv.data(), count, ccInt32, peer, comm, nullptr);
+    if (r != ccSuccess) return callFailed(sending ? "ccSend (ping-pong)" : "ccRecv (ping-pong)", r, comm);
+  }
+  std::string bad = checkBlock(recv, 0, count, peer, rank);
+  return bad.empty() ? "" : "ping-pong of " + std::to_string(count) + " elements: " + bad;
+}
+
+// Even/odd split with reversed keys: within a color the highest parent rank comes first.
+std::string splitEvenOdd(ccComm_t comm, int rank, int nranks) {
+  ccComm_t sub = nullptr;
+  const int color = rank % 2;
+  ccResult_t r = ccCommSplit(comm, color, nranks - rank, &sub, nullptr);
+  if (r != ccSuccess) return callFailed("ccCommSplit (even/odd)", r, comm);
+  if (sub == nullptr) return "ccCommSplit (even/odd) gave a NULL communicator to a rank with a color";
+  std::vector<int> members;  // parent ranks in sub-communicator order
+  for (int p = nranks - 1; p >= 0; --p)
+    if (p % 2 == color) members.push_back(p);
+  const int wantSize = static_cast<int>(members.size());
+  int wantRank = 0;
+  while (members[wantRank] != rank) ++wantRank;
+  std::string err;
+  int n = -1, me = -1;
+  if ((r = ccCommCount(sub, &n)) != ccSuccess || (r = ccCommUserRank(sub, &me)) != ccSuccess)
+    err = callFailed("ccCommCount/ccCommUserRank on the split communicator", r, sub);
+  else if (n != wantSize || me != wantRank)
+    err = "split communicator is rank " + std::to_string(me) + " of " + std::to_string(n) + ", expected rank " +
+          std::to_string(wantRank) + " of " + std::to_string(wantSize);
+  if (err.empty()) {
+    // The order, seen through the data: every member contributes its parent rank.
+    std::vector<int32_t> got(wantSize, -1);
+    int32_t mine = rank;
+    if ((r = ccAllGather(&mine, got.data(), 1, ccInt32, sub, nullptr)) != ccSuccess)
+      err = callFailed("ccAllGather on the split communicator", r, sub);
+    for (int i = 0; err.empty() && i < wantSize; ++i)
+      if (got[i] != members[i])
+        err = "ccAllGather on the split communicator: slot " + std::to_string(i) + " holds parent rank " +
+              std::to_string(got[i]) + ", expected " + std::to_string(members[i]);
+  }
+  if (err.empty()) {
+    CaseSpec c{Coll::kAllReduce, ccInt32, ccSum, 4099, false, 0};
+    err = runCase(sub, wantRank, wantSize, c);
+    if (err.empty()) err = runCase(sub, wantRank, wantSize, {Coll::kAllReduce, ccFloat32, ccMax, 100003, true, 0});
+    if (!err.empty()) err = "on the even/odd split communicator: " + err;
+  }
+  ccResult_t rd = ccCommDestroy(sub);
+  if (err.empty() && rd != ccSuccess) err = callFailed("ccCommDestroy (split communicator)", rd, nullptr);
+  return err;
+}
+
+// The last rank opts out with CC_SPLIT_NOCOLOR; the others keep their order.
+std::string splitNoColor(ccComm_t comm, int rank, int nranks) {
+  ccComm_t sub = reinterpret_cast<ccComm_t>(0x1);  // must be overwritten with NULL for the opting-out rank
+  const bool out = rank == nranks - 1;
+  ccResult_t r = ccCommSplit(comm, out ? CC_SPLIT_NOCOLOR : 0, rank, &sub, nullptr);
+  if (r != ccSuccess) return callFailed("ccCommSplit (CC_SPLIT_NOCOLOR)", r, comm);
+  if (out) return sub == nullptr ? "" : "ccCommSplit with CC_SPLIT_NOCOLOR did not set *newcomm to NULL";
+  if (sub == nullptr) return "ccCommSplit gave a NULL communicator to a rank with color 0";
+  std::string err = runCase(sub, rank, nranks - 1, {Coll::kAllReduce, ccInt64, ccSum, 1001, false, 0});
+  if (!err.empty()) err = "on the split communicator without the last rank: " + err;
+  ccResult_t rd = ccCommDestroy(sub);
+  if (err.empty() && rd != ccSuccess) err = callFailed("ccCommDestroy (split communicator)", rd, nullptr);
+  return err;
+}
+
+int runP2p(ccComm_t comm, int rank, int nranks) {
+  for (size_t count : {size_t{0}, size_t{1}, size_t{1001}, size_t{(1u << 20) + 3}}) {
+    std::string f = ringShift(comm, rank, nranks, count);
+    if (f.empty()) f = allPairs(comm, rank, nranks, count / 4 + (count & 1));
+    if (f.empty()) f = pingPong(comm, rank, nranks, count);
+    if (!f.empty()) return fail(f);
+  }
+  std::string f = splitEvenOdd(comm, rank, nranks);
+  if (f.empty()) f = splitNoColor(comm, rank, nranks);
+  if (f.empty()) f = runCase(comm, rank, nranks, {Coll::kAllReduce, ccInt32, ccSum, 1001, false, 0});
+  if (!f.empty()) return fail(f);
+  say("p2p and split checks passed");
+  return 0;
+}
+
+// ---- die / die-mid: the last rank exits in the middle of the job ----
+
+// Exit status of a survivor that saw the failure, aborted promptly and whose error sentence names
+// a rank and this host, but not the dead rank (a peer that left because of it instead).
+constexpr int kExitNamedAnotherRank = 3;
+
+// `die`: the last rank exits right after one good allreduce, before the others start a large one.
+// `die-mid`: the last rank joins the large allreduce too and exits 20 ms into it.
+int runDie(ccComm_t comm, int rank, int nranks, bool midOperation) {
+  if (nranks < 2) return fail("the die scenarios need at least 2 ranks");
+  std::string f = runCase(comm, rank, nranks, {Coll::kAllReduce, ccFloat32, ccSum, 1001, false, 0});
+  if (!f.empty()) return fail("the allreduce before the failure: " + f);
+  const int victim = nranks - 1;
+  const size_t count = size_t{16} << 20;
+  std::vector<float> send(count, 1.0f), recv(count, 0.0f);
+  if (rank == victim) {
+    say("exiting with status 9 on purpose%s", midOperation ? " 20 ms into a large allreduce" : "");
+    if (!midOperation) _exit(9);
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      _exit(9);
+    }).detach();
+    ccAllReduce(send.data(), recv.data(), count, ccFloat32, ccSum, comm, nullptr);
+    _exit(9);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  ccResult_t r = ccSuccess;
+  // die-mid: should the victim get through a whole allreduce before its timer fires, the next one fails.
+  int calls = 0;
+  while (calls < 3 && r == ccSuccess) {
+    ++calls;
+    r = ccAllReduce(send.data(), recv.data(), count, ccFloat32, ccSum, comm, nullptr);
+  }
+  const double failS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string msg = lastError(comm);
+  say("allreduce %d with rank %d gone returned %s after %.2f s: %s", calls, victim, ccGetErrorString(r), failS,
+      msg.c_str());
+  if (r != ccRemoteError && r != ccTimeout)
+    return fail(std::string("a ccAllReduce with rank ") + std::to_string(victim) + " dead returned " +
+                ccGetErrorString(r) + ", expected ccRemoteError or ccTimeout");
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  // "rank 2 (host H" must not match inside "rank 20 (host H": the format is the library's.
+  const std::string wantPeer = "rank " + std::to_string(victim) + " (host " + host;
+  const bool namesVictim = msg.find(wantPeer) != std::string::npos;
+  const bool namesSomePeer = msg.find(std::string(" (host ") + host) != std::string::npos;
+  if (!namesSomePeer)
+    return fail("ccGetLastError names no peer on host \"" + std::string(host) + "\": \"" + msg + "\"");
+  const auto t1 = std::chrono::steady_clock::now();
+  r = ccCommAbort(comm);
+  const double abortS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  if (r != ccSuccess) return fail(callFailed("ccCommAbort", r, nullptr));
+  if (abortS > 1.2) return fail("ccCommAbort took " + std::to_string(abortS) + " s, expected about 1 s at most");
+  say("ccCommAbort returned in %.3f s", abortS);
+  if (!namesVictim) {
+    fail("ccGetLastError does not name the dead peer (\"" + wantPeer + ")\"): \"" + msg + "\"");
+    return kExitNamedAnotherRank;
+  }
+  return 0;
+}
+
+int runDieEarly(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, nranks, false); }
+int runDieMid(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, nranks, true); }
+
+int workerMain(int argc, char** argv) {
+  Args a;
+  if (!parseArgs(argc, argv, &a)) {
+    fprintf(stderr,
+            "usage: %s --scenario=sweep|p2p|die|die-mid|hang --nranks=N --rank=R [--id=HEX] [--watchdog=SECONDS]\n"
+            "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
+            argv[0]);
+    return 2;
+  }
+  g_label = "rank " + std::to_string(a.rank) + " [" + a.scenario + "]";
+  ccUniqueId id;
+  if (!decodeHexId(a.idHex, &id))
+    return fail("the unique id is not " + std::to_string(2 * sizeof(id.internal)) +
+                " hex digits (pass --id=HEX or CC_MP_UNIQUE_ID)");
+  // `hang`: never finishes (no init either), for the driver's check of its own deadline.
+  if (a.scenario == "hang") {
+    Watchdog dog(a.watchdogSeconds, g_label);
+    for (;;) pause();
+  }
+  int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"     ? runSweep
+                                        : a.scenario == "p2p"     ? runP2p
+                                        : a.scenario == "die"     ? runDieEarly
+                                        : a.scenario == "die-mid" ? runDieMid
+                                                                  : nullptr;
+  if (scenario == nullptr) return fail("unknown scenario \"" + a.scenario + "\" (sweep, p2p, die, die-mid or hang)");
+  // Ends this process with a message if the scenario hangs; the driver's own deadline is later.
+  Watchdog dog(a.watchdogSeconds, g_label);
+  ccComm_t comm = nullptr;
+  ccResult_t r = ccCommInitRank(&comm, a.nranks, id, a.rank);
+  if (r != ccSuccess) return fail(callFailed("ccCommInitRank", r, nullptr));
+  const int status = scenario(comm, a.rank, a.nranks);
+  if (a.scenario == "die" || a.scenario == "die-mid") return status;  // the communicator was aborted
+  if (status != 0) {
+    ccCommAbort(comm);  // the peers see this rank leave and fail fast instead of timing out
+    return status;
+  }
+  r = ccCommFinalize(comm);
+  if (r != ccSuccess) return fail(callFailed("ccCommFinalize", r, comm));
+  r = ccCommDestroy(comm);
+  if (r != ccSuccess) return fail(callFailed("ccCommDestroy", r, nullptr));
+  return 0;
+}
+
+}  // namespace
+}  // namespace collcomm::test
+
+int main(int argc, char** argv) { return collcomm::test::workerMain(argc, argv); }
