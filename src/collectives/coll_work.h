@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "common/host_device.h"
+#include "device/fifo.h"
 
 namespace collcomm::detail {
 
@@ -28,6 +29,17 @@ struct RingWork {
 
 CC_HD inline int ringMod(int x, int n) { return ((x % n) + n) % n; }
 CC_HD inline size_t minSize(size_t a, size_t b) { return a < b ? a : b; }
+
+// Steps per pipeline chunk: half the FIFO, so a rank can fill one half while the next drains the
+// other. Every executor must chunk alike: the ranks of one ring may run on different executors.
+inline constexpr size_t kChunkSteps = kNumSteps / 2;
+
+// Channel c's share of `count` elements when the work is split over nChannels rings.
+CC_HD inline void channelPart(size_t count, int nChannels, int c, size_t* offset, size_t* n) {
+  const size_t per = (count + nChannels - 1) / nChannels;
+  *offset = minSize(per * c, count);
+  *n = minSize(per, count - *offset);
+}
 
 // Position of `rank` on the ring.
 CC_HD inline int ringPosOf(const RingWork& w, int rank) {

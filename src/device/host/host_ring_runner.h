@@ -14,9 +14,6 @@
 
 namespace collcomm::detail {
 
-// Steps per pipeline chunk: half the FIFO, so a rank can fill one half while the next drains the other.
-inline constexpr size_t kChunkSteps = kNumSteps / 2;
-
 // Algo: a type with `template <class T, class Prims> static void run(Prims&, const RingWork&)` and
 // `static constexpr bool kBlocks` (true: the count is per rank block, AllGather/ReduceScatter).
 template <class T, class Fn, class Proto, class Algo>
@@ -38,9 +35,7 @@ Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
     w.sendbuff = a.sendbuff;
     w.recvbuff = a.recvbuff;
     w.count = a.count;
-    const size_t per = (a.count + a.nChannels - 1) / a.nChannels;
-    w.partOffset = minSize(per * c, a.count);
-    w.partCount = minSize(per, a.count - w.partOffset);
+    channelPart(a.count, a.nChannels, c, &w.partOffset, &w.partCount);
     w.chunkElems = prims.stepElems() * kChunkSteps;
     w.root = a.root;
     w.nranks = a.nranks;

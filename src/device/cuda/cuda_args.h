@@ -1,0 +1,88 @@
+// What the host hands the CUDA executor's ring kernels, and what the kernels hand back: plain
+// structs shared by g++ (the launching side) and nvcc (the kernels). No CUDA header.
+//
+// Memory: every pointer in these structs must be usable from the GPU that runs the kernel
+// (device memory, or pinned host memory mapped into its address space); the FIFOs behind the
+// connections may live on a peer GPU or in host memory, which is why every flag access in the
+// kernels is system scope.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "collcomm.h"
+#include "collectives/coll_list.h"
+#include "device/fifo.h"
+#include "device/reduce_ops.h"
+
+namespace collcomm::detail {
+
+// One kernel launch runs at most this many channels (one thread block each); the channel table
+// travels in the kernel's parameters.
+inline constexpr int kCudaMaxChannels = 32;
+// Threads per block: a multiple of the warp size in [kCudaMinThreads, kCudaMaxThreads].
+inline constexpr int kCudaMinThreads = 32;
+inline constexpr int kCudaMaxThreads = 512;
+
+// One channel's place on its ring. send/recv: the connection views (fifo.h) in device-visible
+// memory (required when nranks > 1, like ringRanks). Each thread of the block works on a private copy; when the block ends, thread 0 writes
+// the advanced step counters back, so the next operation on the channel continues the FIFO
+// sequence. Only this channel's block touches them while the kernel runs.
+struct CudaChannelArgs {
+  SendConn* send;
+  RecvConn* recv;
+  const int* ringRanks;  // nranks entries, device-visible
+  int ringPos;
+};
+
+// Why a kernel gave up (CudaKernelStatus::reason).
+enum class CudaFailReason : uint32_t {
+  kNone = 0,
+  kAborted,       // the abort flag was raised (ccCommAbort)
+  kPeerGone,      // the peer marked its side of the connection kPeerGone
+  kTimeout,       // the wait outlived timeoutCycles
+  kSizeMismatch,  // the peer's step size differs from ours: the ranks made different calls
+  kBadStepSize,   // a step holds no element, or an LL step exceeds kMaxLlStepPayload (setup bug)
+};
+
+// The outcome of one launch, in device-visible memory. The host zeroes it before the launch and
+// reads it once the stream has passed the kernel. The first failing thread of any block claims
+// `code` (a system-scope compare-and-swap from 0) and then fills the other fields; every other
+// block sees code != 0 in its next slow-path check and stops too.
+struct CudaKernelStatus {
+  uint32_t code;    // a ccResult_t; ccSuccess (0) while nothing failed
+  uint32_t reason;  // a CudaFailReason
+  int32_t channel;  // the block that failed
+  int32_t peerRank;
+  uint64_t got;       // kSizeMismatch: bytes the peer sent
+  uint64_t expected;  // kSizeMismatch: bytes this rank expected
+  char what[24];      // what the wait was for ("data", "buffer space"), NUL-terminated
+};
+
+// Everything one launch needs, passed by value as the kernel's only parameter.
+//   count: as RingWork::count, in elements of dtype; the launcher rescales the byte-wise
+//          collectives (Broadcast, AllGather) itself.
+//   Channel c handles elements [c*per, min((c+1)*per, count)) with per = ceil(count/nChannels),
+//   as the host executor does.
+struct CudaCollArgs {
+  CollKind kind;  // AllReduce, Broadcast, Reduce, AllGather or ReduceScatter
+  ccDataType_t dtype;
+  RedOpKind opKind;  // ignored by Broadcast/AllGather
+  uint64_t opArg;    // the functor's argument (op_arg.h)
+  Protocol proto;
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;
+  int root;
+  int nranks;
+  int nthreads;  // threads per block
+  // Waits: the abort flag (nullable; nonzero = abort) is polled in the slow path of every wait;
+  // timeoutCycles (SM clock cycles, 0 = no deadline) bounds each wait from the kernel's start.
+  const volatile uint32_t* abortFlag;
+  uint64_t timeoutCycles;
+  CudaKernelStatus* status;  // required
+  int nChannels;             // 1..kCudaMaxChannels
+  CudaChannelArgs channels[kCudaMaxChannels];
+};
+
+}  // namespace collcomm::detail

@@ -1,0 +1,112 @@
+// Host side of the CUDA executor: argument checks, the (collective, dtype, op, protocol) ->
+// kernel dispatch over the kernel table's shards, the launch, and the sentence for a failed kernel.
+#include <cuda_runtime.h>
+
+#include <array>
+#include <utility>
+
+#include "device/cuda/cuda_launch.h"
+#include "device/cuda/kernel_table.h"
+#include "device/dtypes.h"
+
+namespace collcomm::detail {
+namespace {
+
+using ShardLookup = const void* (*)(int);
+
+template <int... kShards>
+constexpr std::array<ShardLookup, sizeof...(kShards)> shardLookups(std::integer_sequence<int, kShards...>) {
+  return {&cudaKernelShardLookup<kShards>...};
+}
+constexpr auto kShardLookups = shardLookups(std::make_integer_sequence<int, kCudaKernelShards>{});
+
+}  // namespace
+
+Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) {
+  const int kind = static_cast<int>(in.kind);
+  if (kind < 0 || kind >= kCollKindCount) return CC_ERROR(Status::kInvalidArgument, "invalid collective %d", kind);
+  if (dtypeSize(in.dtype) == 0) {
+    return CC_ERROR(Status::kInvalidArgument, "invalid data type %d", static_cast<int>(in.dtype));
+  }
+  const int op = static_cast<int>(in.opKind);
+  if (collReducesConstexpr(in.kind) && (op < 0 || op >= kRedOpKindCount)) {
+    return CC_ERROR(Status::kInvalidArgument, "invalid reduction kind %d", op);
+  }
+  if (in.proto != Protocol::kSimple && in.proto != Protocol::kLL) {
+    return CC_ERROR(Status::kInvalidArgument, "invalid protocol %d", static_cast<int>(in.proto));
+  }
+  if (in.nChannels < 1 || in.nChannels > kCudaMaxChannels || in.nthreads < kCudaMinThreads ||
+      in.nthreads > kCudaMaxThreads || in.nthreads % 32 != 0 || in.nranks < 1 || in.status == nullptr) {
+    return CC_ERROR(Status::kInvalidArgument,
+                    "CUDA launch of %s with %d channels of %d threads on %d ranks (status %p): channels must be "
+                    "1..%d, threads a multiple of 32 in %d..%d, and a status word is required",
+                    collName(in.kind), in.nChannels, in.nthreads, in.nranks, static_cast<void*>(in.status),
+                    kCudaMaxChannels, kCudaMinThreads, kCudaMaxThreads);
+  }
+
+  for (int c = 0; c < in.nChannels && in.nranks > 1; ++c) {
+    const CudaChannelArgs& ch = in.channels[c];
+    if (ch.send == nullptr || ch.recv == nullptr || ch.ringRanks == nullptr) {
+      return CC_ERROR(Status::kInvalidArgument, "CUDA launch of %s: channel %d lacks its connections or ring",
+                      collName(in.kind), c);
+    }
+  }
+
+  CudaCollArgs args = in;
+  if (!collReducesConstexpr(in.kind)) {
+    args.count = in.count * dtypeSize(in.dtype);
+    args.dtype = ccUint8;
+    args.opKind = RedOpKind::kSum;
+    args.opArg = 0;
+  }
+  const int index = cudaKernelIndex(args.kind, args.dtype, args.opKind, args.proto);
+  const void* kernel = kShardLookups[index % kCudaKernelShards](index);
+  if (kernel == nullptr) {
+    // Only collectives with a ring algorithm have kernels (kernel_shard.cu).
+    return CC_ERROR(Status::kInvalidArgument, "the CUDA executor has no ring kernel for %s", collName(args.kind));
+  }
+  void* params[] = {&args};
+  const cudaError_t err = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(args.nChannels)),
+                                           dim3(static_cast<unsigned>(args.nthreads)), params, 0, stream);
+  if (err != cudaSuccess) {
+    return CC_ERROR(Status::kCudaError, "launching the CUDA %s kernel (%s, %s, %s, %d channels) failed: %s",
+                    collName(args.kind), dtypeName(args.dtype), redOpKindName(args.opKind), protocolName(args.proto),
+                    args.nChannels, cudaGetErrorString(err));
+  }
+  return kOk;
+}
+
+Status cudaKernelResult(const CudaKernelStatus& st, const char* opName, int rank) {
+  if (st.code == ccSuccess) return kOk;
+  const Status code = static_cast<Status>(st.code);
+  switch (static_cast<CudaFailReason>(st.reason)) {
+    case CudaFailReason::kAborted:
+      return CC_ERROR(code, "%s on rank %d stopped: the communicator was aborted (ccCommAbort)", opName, rank);
+    case CudaFailReason::kPeerGone:
+      return CC_ERROR(code,
+                      "%s on rank %d failed: rank %d left the operation (it failed or was aborted) while channel %d "
+                      "of this rank was waiting for %s",
+                      opName, rank, st.peerRank, st.channel, st.what);
+    case CudaFailReason::kTimeout:
+      return CC_ERROR(code,
+                      "%s on rank %d timed out on channel %d waiting for %s from rank %d; raise COLLCOMM_TIMEOUT if "
+                      "the peer is just slow, or check that every rank made the same call",
+                      opName, rank, st.channel, st.what, st.peerRank);
+    case CudaFailReason::kSizeMismatch:
+      return CC_ERROR(code,
+                      "%s on rank %d: rank %d sent a step of %llu bytes where %llu were expected; the ranks made "
+                      "calls with different counts, types or operations",
+                      opName, rank, st.peerRank, static_cast<unsigned long long>(st.got),
+                      static_cast<unsigned long long>(st.expected));
+    case CudaFailReason::kBadStepSize:
+      return CC_ERROR(code,
+                      "%s on rank %d: channel %d has a connection step that holds no element or exceeds the LL "
+                      "staging of %zu bytes",
+                      opName, rank, st.channel, kMaxLlStepPayload);
+    case CudaFailReason::kNone:
+      break;
+  }
+  return CC_ERROR(code, "%s on rank %d failed in a CUDA kernel (reason %u)", opName, rank, st.reason);
+}
+
+}  // namespace collcomm::detail

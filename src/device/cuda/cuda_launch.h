@@ -1,0 +1,27 @@
+// The CUDA executor's entry points: launch one ring collective on a stream, and turn what the
+// kernel reported into a Status. Plain C++ (g++ can include it); defined in cuda_launch.cu.
+//
+// Not wired into the library yet: there are no GPU communicators, so nothing in enqueue calls
+// this, and collcomm_cuda_kernels is not linked into libcollcomm. It is compiled and linked so
+// that the kernels stay buildable for every supported architecture (DESIGN.md section 5).
+#pragma once
+
+#include "common/status.h"
+#include "device/cuda/cuda_args.h"
+
+namespace collcomm::detail {
+
+// Queues the ring kernel for (args.kind, args.dtype, args.opKind, args.proto) on `stream` (a
+// cudaStream_t) with args.nChannels blocks of args.nthreads threads, and returns without waiting.
+// Broadcast/AllGather run byte-wise: the launcher rescales count to bytes itself.
+// The caller zeroes *args.status first and, once the stream has passed the kernel, reads it
+// (cudaKernelResult). Every pointer in args must stay valid until then.
+// Errors (nothing queued): kInvalidArgument for args outside the contract of cuda_args.h,
+// kCudaError when the launch itself fails. Control tier; thread-safe.
+Status cudaLaunchCollective(const CudaCollArgs& args, struct CUstream_st* stream);
+
+// The sentence and Status for what a finished kernel left in `status` (kOk when nothing failed).
+// opName and rank name the operation in the sentence. Control tier.
+Status cudaKernelResult(const CudaKernelStatus& status, const char* opName, int rank);
+
+}  // namespace collcomm::detail

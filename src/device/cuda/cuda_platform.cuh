@@ -1,0 +1,172 @@
+// The CUDA executor's platform policy: what the portable device code (protocols.h, primitives.h,
+// collectives/) needs from "the hardware" when one thread block plays one channel. Same contract
+// as HostPlatform (host/host_platform.h):
+//   tid(), nthreads(), barrier()             the block's threads
+//   loadAcquire/loadRelaxed/storeRelease/storeRelaxed on uint64_t words shared with peers
+//   waitUntil(pred, peer, what) -> bool      false once the wait has failed; the failure is recorded
+//   failSizeMismatch(peer, got, expected)    records a protocol-level disagreement
+//   sendStaging(), recvStaging()             kMaxLlStepPayload bytes each, for LL
+//
+// Memory model: peers may be other GPUs or the host, so flag accesses are system scope
+// (cuda::atomic_ref<uint64_t, thread_scope_system>: ld.acquire.sys / st.release.sys and their
+// relaxed forms). Payload written by all threads is published by thread 0's release store after
+// barrier(), which orders the block's writes before it (PTX causality order is cumulative).
+//
+// Failure, without hangs: a thread whose wait fails sets the block's shared `failed` word, records
+// the failure in the launch's CudaKernelStatus (first failure of the launch wins), and from then
+// on calls no barrier (Primitives turns every later verb into a no-op) and leaves the kernel. A
+// barrier counts only threads that have not exited (sm_70+ and PTX `exit`), so siblings waiting
+// there are released; siblings spinning in a wait see `failed` at their next slow-path check. After
+// every barrier each thread re-reads `failed` and, once it is set, publishes nothing more (no flag
+// or LL line stores), so a peer never receives a step that a failed thread left half written.
+//
+// Tier: data path. The slow path (abort flag, peer state, deadline, sibling failure) runs every
+// kPollsPerCheck polls of a wait.
+#pragma once
+
+#include <cuda/atomic>
+
+#include <cstdint>
+
+#include "device/cuda/cuda_args.h"
+#include "device/fifo.h"
+
+namespace collcomm::detail {
+
+class CudaPlatform {
+ public:
+  static constexpr uint32_t kPollsPerCheck = 64;
+
+  // blockFailed: a word in the block's shared memory, zeroed (and the zero made visible with a
+  // barrier) before any thread builds its platform. sendStaging0/1 and recvStaging: shared-memory
+  // buffers of kMaxLlStepPayload bytes, 16-byte aligned (null where the protocol needs none).
+  // Every thread of the block builds its own CudaPlatform over the same shared words.
+  __device__ CudaPlatform(const CudaCollArgs& args, uint32_t* blockFailed, void* sendStaging0, void* sendStaging1,
+                          void* recvStaging)
+      : blockFailed_(blockFailed),
+        abortFlag_(args.abortFlag),
+        status_(args.status),
+        sendStaging_{sendStaging0, sendStaging1},
+        recvStaging_(recvStaging) {
+#if CC_DEVICE_COMPILE  // nvcc's host pass keeps this constructor, where clock64 does not exist
+    if (args.timeoutCycles != 0) deadline_ = clock64() + static_cast<long long>(args.timeoutCycles);
+#endif
+  }
+
+  __device__ int tid() const { return static_cast<int>(threadIdx.x); }
+  __device__ int nthreads() const { return static_cast<int>(blockDim.x); }
+
+  // The non-aligned form of __syncthreads (barrier.sync 0): after a failure the threads of one
+  // warp may reach it divergently, which the .aligned form used by __syncthreads does not allow.
+  __device__ void barrier() {
+    asm volatile("barrier.sync 0;" ::: "memory");
+    publishing_ = *static_cast<volatile uint32_t*>(blockFailed_) == 0;
+  }
+
+  __device__ static uint64_t loadAcquire(const uint64_t* p) {
+    return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*const_cast<uint64_t*>(p))
+        .load(cuda::memory_order_acquire);
+  }
+  __device__ static uint64_t loadRelaxed(const uint64_t* p) {
+    return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*const_cast<uint64_t*>(p))
+        .load(cuda::memory_order_relaxed);
+  }
+  __device__ void storeRelease(uint64_t* p, uint64_t v) const {
+    if (publishing_) cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_release);
+  }
+  __device__ void storeRelaxed(uint64_t* p, uint64_t v) const {
+    if (publishing_) cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_relaxed);
+  }
+
+  // LL send staging alternates between two buffers, one per step: a thread may start filling
+  // step k+1 while a sibling still copies step k into the FIFO lines (ProtoLL::postSend reads
+  // lines, reduceCopy writes elements, so the two steps' thread-to-byte maps differ). Every thread
+  // calls this once per LL send step (ProtoLL::acquireSend), so all threads alternate in step.
+  __device__ void* sendStaging() {
+    void* s = sendStaging_[sendFlip_];
+    sendFlip_ ^= 1;
+    return s;
+  }
+  __device__ void* recvStaging() const { return recvStaging_; }
+
+  template <class Pred>
+  __device__ bool waitUntil(Pred&& pred, const PeerRef& peer, const char* what) {
+    for (uint32_t i = 1;; ++i) {
+      if (pred()) return true;
+      if (i % kPollsPerCheck == 0 && !healthy(peer, what)) return false;
+    }
+  }
+
+  __device__ void failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected) {
+    fail(ccInvalidUsage, CudaFailReason::kSizeMismatch, peer, "data", got, expected);
+  }
+
+  // Records a failure (the launch's first one wins) and stops the block.
+  __device__ void fail(ccResult_t code, CudaFailReason reason, const PeerRef& peer, const char* what,
+                       uint64_t got = 0, uint64_t expected = 0) {
+    *static_cast<volatile uint32_t*>(blockFailed_) = 1;
+    publishing_ = false;
+    __threadfence_block();
+    if (atomicCAS_system(&status_->code, 0u, static_cast<uint32_t>(code)) != 0u) return;
+    status_->reason = static_cast<uint32_t>(reason);
+    status_->channel = static_cast<int32_t>(blockIdx.x);
+    status_->peerRank = peer.rank;
+    status_->got = got;
+    status_->expected = expected;
+    size_t n = 0;
+    for (; what[n] != '\0' && n + 1 < sizeof(status_->what); ++n) status_->what[n] = what[n];
+    status_->what[n] = '\0';
+    __threadfence_system();
+  }
+
+  // True once any thread of the block has failed.
+  __device__ bool failed() const { return *static_cast<volatile uint32_t*>(blockFailed_) != 0; }
+
+  // Tells the peer this side will not come (as the host executor's failOp does), so it fails
+  // fast instead of waiting for its deadline.
+  // The first departure's cause stays (see ccComm::leaveConnections); `self` is blamed here.
+  __device__ static void leave(const PeerRef& peer, int self, GoneReason reason) {
+    if (peer.ownState != nullptr) {
+      uint32_t active = kPeerActive;
+      cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*peer.ownState)
+          .compare_exchange_strong(active, goneState(self, reason), cuda::memory_order_release,
+                                   cuda::memory_order_relaxed);
+    }
+  }
+
+ private:
+  // Slow path of every wait: a sibling thread or another block failed, abort, peer gone, deadline.
+  __device__ bool healthy(const PeerRef& peer, const char* what) {
+    if (failed()) return false;
+    if (*static_cast<volatile uint32_t*>(&status_->code) != 0u) {
+      *static_cast<volatile uint32_t*>(blockFailed_) = 1;
+      publishing_ = false;
+      return false;
+    }
+    if (abortFlag_ != nullptr && *abortFlag_ != 0u) {
+      fail(ccInvalidUsage, CudaFailReason::kAborted, peer, what);
+      return false;
+    }
+    if (peer.peerState != nullptr &&
+        isGone(cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*peer.peerState).load(cuda::memory_order_acquire))) {
+      fail(ccRemoteError, CudaFailReason::kPeerGone, peer, what);
+      return false;
+    }
+    if (deadline_ != 0 && clock64() >= deadline_) {
+      fail(ccTimeout, CudaFailReason::kTimeout, peer, what);
+      return false;
+    }
+    return true;
+  }
+
+  uint32_t* blockFailed_;
+  const volatile uint32_t* abortFlag_;
+  CudaKernelStatus* status_;
+  long long deadline_ = 0;  // clock64() value; 0 = none
+  void* sendStaging_[2];
+  void* recvStaging_;
+  int sendFlip_ = 0;
+  bool publishing_ = true;
+};
+
+}  // namespace collcomm::detail

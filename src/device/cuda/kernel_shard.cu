@@ -1,0 +1,78 @@
+// One shard of the CUDA kernel table (kernel_table.h): compiled once per shard, with
+// CC_CUDA_KERNEL_SHARD set to the shard's number, it instantiates the ring kernels whose table
+// index falls in this shard and defines their lookup.
+#include "device/cuda/kernel_table.h"
+#include "device/cuda/ring_kernel.cuh"
+#include "device/dtypes.h"
+
+#ifndef CC_CUDA_KERNEL_SHARD
+#error "CC_CUDA_KERNEL_SHARD is set by src/device/cuda/CMakeLists.txt"
+#endif
+
+// Everything below is a template on the shard number, so its definition is the same in every
+// shard's translation unit (one definition rule); only the explicit instantiation at the end
+// differs.
+namespace collcomm::detail {
+namespace cuda_shard {
+
+struct ShardTable {
+  const void* kernels[kCudaKernelCount] = {};
+};
+
+template <int kShard, CollKind K, ccDataType_t D, RedOpKind O, Protocol P>
+void addKernel(ShardTable& t) {
+  constexpr int index = cudaKernelIndex(K, D, O, P);
+  if constexpr (index % kCudaKernelShards == kShard) {
+    using T = typename DtypeTraits<D>::Type;
+    t.kernels[index] = reinterpret_cast<const void*>(
+        &cudaRingKernel<T, typename RedOpFunc<O, T>::Type, ProtoOf<P>, typename RingAlgoOf<K>::Type>);
+  }
+}
+
+template <int kShard, CollKind K, ccDataType_t D, RedOpKind O>
+void addProtocols(ShardTable& t) {
+  addKernel<kShard, K, D, O, Protocol::kSimple>(t);
+  addKernel<kShard, K, D, O, Protocol::kLL>(t);
+}
+
+template <int kShard, CollKind K, ccDataType_t D>
+void addReductions(ShardTable& t) {
+#define CC_ADD_REDUCTION(name) addProtocols<kShard, K, D, RedOpKind::k##name>(t);
+  CC_REDOP_LIST(CC_ADD_REDUCTION)
+#undef CC_ADD_REDUCTION
+}
+
+template <int kShard, CollKind K>
+void addCollective(ShardTable& t) {
+  if constexpr (std::is_same_v<typename RingAlgoOf<K>::Type, void>) {
+    return;  // no ring kernel (AlltoAll, Gather, Scatter, Send, Recv)
+  } else if constexpr (collReducesConstexpr(K)) {
+#define CC_ADD_DTYPE(e, T, name) addReductions<kShard, K, e>(t);
+    CC_DTYPE_LIST(CC_ADD_DTYPE)
+#undef CC_ADD_DTYPE
+  } else {
+    addProtocols<kShard, K, ccUint8, RedOpKind::kSum>(t);  // data moves, never combines: bytes
+  }
+}
+
+template <int kShard>
+ShardTable makeShardTable() {
+  ShardTable t;
+#define CC_ADD_COLLECTIVE(kind, name, reduces) addCollective<kShard, CollKind::k##kind>(t);
+  CC_COLL_LIST(CC_ADD_COLLECTIVE)
+#undef CC_ADD_COLLECTIVE
+  return t;
+}
+
+}  // namespace cuda_shard
+
+template <int kShard>
+const void* cudaKernelShardLookup(int index) {
+  static_assert(kShard >= 0 && kShard < kCudaKernelShards);
+  static const cuda_shard::ShardTable table = cuda_shard::makeShardTable<kShard>();
+  return index >= 0 && index < kCudaKernelCount ? table.kernels[index] : nullptr;
+}
+
+template const void* cudaKernelShardLookup<CC_CUDA_KERNEL_SHARD>(int index);
+
+}  // namespace collcomm::detail

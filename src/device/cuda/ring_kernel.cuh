@@ -1,0 +1,123 @@
+// The CUDA executor's ring kernel: one thread block per channel runs a portable ring algorithm
+// (collectives/) over Primitives<T, Fn, Proto, CudaPlatform>. Instantiated by kernel_shard.cu;
+// launched by cuda_launch.cu.
+#pragma once
+
+#include <type_traits>
+
+#include "collectives/coll_work.h"
+#include "collectives/ring_all_gather.h"
+#include "collectives/ring_all_reduce.h"
+#include "collectives/ring_broadcast.h"
+#include "collectives/ring_reduce.h"
+#include "collectives/ring_reduce_scatter.h"
+#include "device/cuda/cuda_args.h"
+#include "device/cuda/cuda_platform.cuh"
+#include "device/primitives.h"
+#include "device/protocols.h"
+#include "device/reduce_copy.h"
+
+namespace collcomm::detail {
+
+
+// The ring algorithm of each collective that has one, as a type (function templates cannot be
+// template arguments). RingAlgoOf<K>::Type is void for collectives without a ring kernel.
+struct AllReduceRing {
+  template <class T, class Prims>
+  __device__ static void run(Prims& prims, const RingWork& w) { ringAllReduce<T>(prims, w); }
+};
+struct ReduceRing {
+  template <class T, class Prims>
+  __device__ static void run(Prims& prims, const RingWork& w) { ringReduce<T>(prims, w); }
+};
+struct ReduceScatterRing {
+  template <class T, class Prims>
+  __device__ static void run(Prims& prims, const RingWork& w) { ringReduceScatter<T>(prims, w); }
+};
+struct BroadcastRing {
+  template <class T, class Prims>
+  __device__ static void run(Prims& prims, const RingWork& w) { ringBroadcast<T>(prims, w); }
+};
+struct AllGatherRing {
+  template <class T, class Prims>
+  __device__ static void run(Prims& prims, const RingWork& w) { ringAllGather<T>(prims, w); }
+};
+
+template <CollKind K> struct RingAlgoOf { using Type = void; };
+template <> struct RingAlgoOf<CollKind::kAllReduce> { using Type = AllReduceRing; };
+template <> struct RingAlgoOf<CollKind::kReduce> { using Type = ReduceRing; };
+template <> struct RingAlgoOf<CollKind::kReduceScatter> { using Type = ReduceScatterRing; };
+template <> struct RingAlgoOf<CollKind::kBroadcast> { using Type = BroadcastRing; };
+template <> struct RingAlgoOf<CollKind::kAllGather> { using Type = AllGatherRing; };
+
+template <Protocol P>
+using ProtoOf = std::conditional_t<P == Protocol::kLL, ProtoLL, ProtoSimple>;
+
+// Channel c's share of the work, split as the host executor splits it (host_ring_runner.h).
+// chunkElems is left for the caller (it depends on the primitives' step).
+__device__ inline RingWork cudaChannelWork(const CudaCollArgs& a, int c) {
+  RingWork w{};
+  w.sendbuff = a.sendbuff;
+  w.recvbuff = a.recvbuff;
+  w.count = a.count;
+  channelPart(a.count, a.nChannels, c, &w.partOffset, &w.partCount);
+  w.root = a.root;
+  w.nranks = a.nranks;
+  w.ringPos = a.channels[c].ringPos;
+  w.ringRanks = a.channels[c].ringRanks;
+  return w;
+}
+
+// Grid: nChannels blocks of nthreads threads. Returns when the channel's share is done or failed
+// (see CudaPlatform); failures are reported in *args.status.
+template <class T, class Fn, class Proto, class Algo>
+__global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_constant__ CudaCollArgs args) {
+  constexpr size_t kStaging = Proto::kNeedsStaging ? kMaxLlStepPayload : 16;
+  __shared__ alignas(16) unsigned char sendStaging[2][kStaging];
+  __shared__ alignas(16) unsigned char recvStaging[kStaging];
+  __shared__ uint32_t blockFailed;
+
+  const int c = static_cast<int>(blockIdx.x);
+  const CudaChannelArgs& ch = args.channels[c];
+  const Fn fn(args.opArg);
+  RingWork w = cudaChannelWork(args, c);
+  if (args.nranks == 1) {
+    // Alone: the result is this rank's input, pre- and post-processed (as the host executor).
+    const T* src = static_cast<const T*>(w.sendbuff) + w.partOffset;
+    T* dst = static_cast<T*>(w.recvbuff) + w.partOffset;
+    reduceCopy(fn, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), w.partCount, src, true,
+               static_cast<const T*>(nullptr), false, dst, static_cast<T*>(nullptr), true);
+    return;
+  }
+
+  // Thread-private copies: every thread advances its own step counters. Taken before the barrier
+  // so that thread 0's write-back at the end cannot overtake a sibling's read.
+  SendConn send = *ch.send;
+  RecvConn recv = *ch.recv;
+  if (threadIdx.x == 0) blockFailed = 0;
+  __syncthreads();
+  CudaPlatform plat(args, &blockFailed, sendStaging[0], sendStaging[1], recvStaging);
+  Primitives<T, Fn, Proto, CudaPlatform> prims(plat, fn, &send, &recv);
+  if (prims.stepElems() == 0 ||
+      (Proto::kNeedsStaging &&
+       (Proto::stepBytes(send) > kMaxLlStepPayload || Proto::stepBytes(recv) > kMaxLlStepPayload))) {
+    plat.fail(ccInternalError, CudaFailReason::kBadStepSize, send.peer, "staging");
+  } else {
+    w.chunkElems = prims.stepElems() * kChunkSteps;
+    Algo::template run<T>(prims, w);
+  }
+  // No barrier from here on: threads that failed may already have left.
+  if (plat.failed()) {
+    const int self = w.ringRanks[w.ringPos];
+    CudaPlatform::leave(send.peer, self, kGoneFailed);
+    CudaPlatform::leave(recv.peer, self, kGoneFailed);
+  }
+  if (threadIdx.x == 0) {
+    ch.send->simpleStep = send.simpleStep;
+    ch.send->llStep = send.llStep;
+    ch.recv->simpleStep = recv.simpleStep;
+    ch.recv->llStep = recv.llStep;
+  }
+}
+
+}  // namespace collcomm::detail
