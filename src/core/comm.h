@@ -84,7 +84,8 @@ struct ccComm {
   collcomm::detail::FifoSizes fifoSizes;
   collcomm::detail::TunerConfig tuner;
   int spinCount = 2000;
-  uint64_t bootstrapTagSeq = 0;  // control messages made after init (split) take fresh tags
+  uint64_t bootstrapTagSeq = 0;
+  uint64_t secret[2] = {0, 0};  // the job's, from the unique id: NET connections present it  // control messages made after init (split) take fresh tags
 
   std::atomic<uint32_t> abortFlag{0};
   std::atomic<int> asyncError{ccSuccess};

@@ -9,6 +9,7 @@
 #include "device/dtypes.h"
 #include "device/host/host_executor.h"
 #include "device/op_arg.h"
+#include "proxy/proxy.h"
 #include "transport/connect.h"
 
 namespace collcomm::detail {
@@ -211,7 +212,7 @@ Status connectP2p(ccComm* comm, std::vector<HostP2pOp>& ops, const Deadline& dea
     }
   }
   if (!requests.empty()) {
-    CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, requests, deadline));
+    CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->secret, requests, deadline));
     for (const ConnectRequest& r : requests) {
       (r.isSend ? comm->p2p[r.peer].sendReady : comm->p2p[r.peer].recvReady) = true;
       CC_INFO(kSubsysP2p, "p2p: rank %d %s rank %d via %s", comm->rank, r.isSend ? "->" : "<-", r.peer,
@@ -275,6 +276,7 @@ Status enqueue(ccComm* comm, const Op& op, ccStream_t stream) {
 
 Status runOps(ccComm* comm, const std::vector<Op>& ops) {
   comm->busy.fetch_add(1);
+  ProxyActivity activity;  // wakes this process's proxy thread (NET) for the operations' duration
   Status s = kOk;
   for (size_t i = 0; i < ops.size() && isOk(s);) {
     if (isP2pKind(ops[i].kind)) {

@@ -58,7 +58,7 @@ Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
     requests.push_back({next, true, kRingTagBase + c, comm->fifoSizes.ring, &ch.send, nullptr, &ch.sendMem,
                         &ch.sendTransport});
   }
-  return connectPeers(*comm->bootstrap, comm->peers, comm->rank, requests, deadline);
+  return connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->secret, requests, deadline);
 }
 
 void logSummary(const ccComm* comm) {
@@ -125,6 +125,8 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
   comm->spinCount = static_cast<int>(std::max<int64_t>(0, paramInt(Param::kSpinCount)));
   comm->fifoSizes = fifoSizesFromParams();
   comm->p2p.resize(nranks);
+  comm->secret[0] = id.secret[0];
+  comm->secret[1] = id.secret[1];
   CC_CHECK(loadTunerConfig(&comm->tuner));
   CC_CHECK(Bootstrap::init(id, rank, nranks, deadline, &comm->bootstrap));
   CC_CHECK(exchangePeerInfo(comm.get(), deadline));

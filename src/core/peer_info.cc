@@ -9,6 +9,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/params.h"
+
 namespace collcomm::detail {
 namespace {
 
@@ -24,6 +26,9 @@ uint64_t fnv1a(const std::string& s) {
 }  // namespace
 
 uint64_t localHostHash() {
+  // COLLCOMM_HOSTID (as NCCL_HOSTID): network namespaces or containers on one kernel share the
+  // hostname and boot id but may need to count as separate hosts (NET between them).
+  if (const std::string id = paramStr(Param::kHostid); !id.empty()) return fnv1a("hostid:" + id);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   std::string id = host;
@@ -56,7 +61,10 @@ PeerInfo localPeerInfo(int rank, int device) {
   info.hostHash = localHostHash();
   info.processToken = localProcessToken();
   info.device = device;
-  gethostname(info.host, sizeof(info.host) - 1);
+  if (const std::string id = paramStr(Param::kHostid); !id.empty())
+    snprintf(info.host, sizeof(info.host), "%s", id.c_str());
+  else
+    gethostname(info.host, sizeof(info.host) - 1);
   return info;
 }
 

@@ -7,7 +7,10 @@
 //   Simple: sender waits simpleHead + kNumSteps > step, writes the slot, release-stores simpleTail.
 //           receiver waits simpleTail > step, reads the slot, release-stores simpleHead.
 //   LL:     the payload travels in 8-byte lines {data:32, flag:32} whose flag is (step+1); the
-//           receiver polls the flags (no tail), then release-stores llHead for flow control.
+//           receiver polls the flags (no tail), then release-stores llHead for flow control. The
+//           sender also stores the step's size in llBytes, for a NET proxy (see transport/net).
+// NET: each side has a FIFO in its own memory and its process's proxy thread moves the steps
+// between them over the network (sender FIFO -> socket -> receiver FIFO), see proxy/proxy.h.
 // Both sides count steps locally (SendConn/RecvConn::*Step); the counts persist across operations,
 // so an LL flag is never reused by the same slot until 2^32 steps later.
 #pragma once
@@ -42,6 +45,9 @@ CC_HD inline GoneReason goneReason(uint32_t state) { return static_cast<GoneReas
 struct FifoCtrl {
   alignas(128) uint64_t simpleTail;  // sender -> receiver
   alignas(128) uint64_t simpleBytes[kNumSteps];  // sender -> receiver: message size tag per slot
+  // sender -> the NET proxy of its own process: (step+1) << 32 | payload bytes of each LL step, so
+  // the proxy knows how many lines to wait for (written before the lines; unused by P2P/SHM).
+  alignas(128) uint64_t llBytes[kNumSteps];
   alignas(128) uint64_t simpleHead;  // receiver -> sender
   alignas(128) uint64_t llHead;      // receiver -> sender
   alignas(128) uint32_t senderState;

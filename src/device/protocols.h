@@ -91,6 +91,10 @@ struct ProtoLL {
     const uint32_t flag = static_cast<uint32_t>(c.llStep + 1);
     uint64_t* lines = c.llBuf + (c.llStep % kNumSteps) * c.llStepLines;
     const unsigned char* src = static_cast<const unsigned char*>(staging);
+    // For a NET proxy: how many lines this step has. No ordering needed (the proxy waits for each
+    // line's flag too), so one relaxed store.
+    if (plat.tid() == 0)
+      plat.storeRelaxed(&c.ctrl->llBytes[c.llStep % kNumSteps], (static_cast<uint64_t>(flag) << 32) | bytes);
     const size_t nLines = (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine;
     for (size_t i = plat.tid(); i < nLines; i += plat.nthreads()) {
       uint32_t data = 0;

@@ -34,9 +34,10 @@ void bindPeer(Conn& conn, const PeerInfo& self, const PeerInfo& peer, bool isSen
 
 }  // namespace
 
-Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self,
+Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self, const uint64_t secret[2],
                     std::vector<ConnectRequest>& requests, Deadline deadline) {
   const PeerInfo& me = peers[self];
+  const ConnSetup setup{{secret[0], secret[1]}, deadline};
   // 1. Receivers create FIFOs and describe them.
   for (ConnectRequest& r : requests) {
     if (r.isSend) continue;
@@ -45,11 +46,10 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
     const TransportOps* t = pickTransport(me, peer, &index);
     if (t == nullptr)
       return CC_ERROR(Status::kInvalidUsage,
-                      "no transport can connect rank %d (host %s) with rank %d (host %s): this build connects ranks "
-                      "on one host only (in-process P2P, shared memory); check COLLCOMM_P2P_DISABLE/SHM_DISABLE",
+                      "no transport can connect rank %d (host %s) with rank %d (host %s)",
                       self, me.host, peer.rank, peer.host);
     ConnDesc desc{};
-    CC_CHECK(t->createFifo(r.layout, me, peer, r.mem, &desc));
+    CC_CHECK(t->createFifo(r.layout, me, peer, setup, r.mem, &desc));
     desc.transport = index;
     desc.simpleStepBytes = r.layout.simpleStepBytes;
     desc.llStepLines = r.layout.llStepLines;
@@ -70,7 +70,7 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
       return CC_ERROR(Status::kInternalError, "rank %d described a connection with unknown transport %u", r.peer,
                       desc.transport);
     const TransportOps* t = table[desc.transport];
-    CC_CHECK(t->attachFifo(desc, me, peer, r.mem));
+    CC_CHECK(t->attachFifo(desc, me, peer, setup, r.mem));
     const FifoLayout layout{desc.simpleStepBytes, desc.llStepLines};
     bindFifo(*r.send, (*r.mem)->base(), layout);
     bindPeer(*r.send, me, peer, true);
@@ -87,7 +87,7 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
     const TransportOps* const* table = transportTable(&count);
     for (int i = 0; i < count; ++i)
       if (strcmp(table[i]->name, *r.transportName) == 0 && table[i]->senderAttached != nullptr)
-        table[i]->senderAttached(**r.mem);
+        CC_CHECK(table[i]->senderAttached(**r.mem, peers[r.peer], setup));
   }
   return kOk;
 }

@@ -26,7 +26,8 @@ struct ConnectRequest {
 };
 
 // Both sides of every connection must be in the peers' calls, in any order.
-Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self,
+// `secret` is the job's (NET connections present it).
+Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self, const uint64_t secret[2],
                     std::vector<ConnectRequest>& requests, Deadline deadline);
 
 }  // namespace collcomm::detail

@@ -1,10 +1,10 @@
-// The table of built-in transports, in order of preference: same process, same host.
+// The table of built-in transports, in order of preference: same process, same host, network.
 #include "transport/transport.h"
 
 namespace collcomm::detail {
 
 namespace {
-const TransportOps* const kTable[] = {&kP2pTransport, &kShmTransport};
+const TransportOps* const kTable[] = {&kP2pTransport, &kShmTransport, &kNetTransport};
 }
 
 const TransportOps* const* transportTable(int* count) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/deadline.h"
 #include "common/status.h"
 #include "device/fifo.h"
 
@@ -34,6 +35,12 @@ struct ConnDesc {
   char data[224];
 };
 
+// What setting up one connection runs under, beyond the two ranks' PeerInfo.
+struct ConnSetup {
+  uint64_t secret[2];  // the job's secret: NET connections present it to each other
+  Deadline deadline;
+};
+
 // Keeps one side's mapping of a FIFO alive; destroying it releases that side's share.
 class FifoMemory {
  public:
@@ -46,17 +53,19 @@ struct TransportOps {
   // Whether this transport can join `self` and `peer` (given the user's COLLCOMM_*_DISABLE).
   bool (*canConnect)(const PeerInfo& self, const PeerInfo& peer);
   // Receiver: creates a zeroed FIFO block of layout.totalBytes() and describes it.
-  Status (*createFifo)(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer,
+  Status (*createFifo)(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer, const ConnSetup& setup,
                        std::unique_ptr<FifoMemory>* mem, ConnDesc* desc);
-  // Sender: maps the block `desc` describes.
-  Status (*attachFifo)(const ConnDesc& desc, const PeerInfo& self, const PeerInfo& peer,
+  // Sender: maps the block `desc` describes (NET: makes its own and connects to the receiver).
+  Status (*attachFifo)(const ConnDesc& desc, const PeerInfo& self, const PeerInfo& peer, const ConnSetup& setup,
                        std::unique_ptr<FifoMemory>* mem);
-  // Receiver, once the sender has attached: drop names others could still open (may be null).
-  void (*senderAttached)(FifoMemory& mem);
+  // Receiver, once the sender has attached: drop names others could still open; NET: accept the
+  // sender's connection (may be null).
+  Status (*senderAttached)(FifoMemory& mem, const PeerInfo& peer, const ConnSetup& setup);
 };
 
 extern const TransportOps kP2pTransport;
 extern const TransportOps kShmTransport;
+extern const TransportOps kNetTransport;  // transport/net/net_transport.cc
 
 // Transports in order of preference.
 const TransportOps* const* transportTable(int* count);

@@ -240,10 +240,11 @@ constexpr int kDeadlineSeconds = 150;
 struct SweepParam {
   int nranks;
   const char* proto;  // COLLCOMM_PROTO, "" for the planner's choice
+  bool net = false;   // COLLCOMM_SHM_DISABLE=1: the NET transport over loopback sockets
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
-  *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"";
+  *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "");
 }
 
 class ProcessSweep : public ::testing::TestWithParam<SweepParam> {};
@@ -252,6 +253,7 @@ TEST_P(ProcessSweep, EveryCollectiveExact) {
   const SweepParam p = GetParam();
   std::vector<std::string> env = {"COLLCOMM_TIMEOUT=60"};
   if (p.proto[0] != '\0') env.push_back(std::string("COLLCOMM_PROTO=") + p.proto);
+  if (p.net) env.push_back("COLLCOMM_SHM_DISABLE=1");
   WorkerJob job("sweep", p.nranks, env, kDeadlineSeconds);
   const std::string err = job.run();
   ASSERT_EQ(err, "");
@@ -261,10 +263,12 @@ TEST_P(ProcessSweep, EveryCollectiveExact) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                          ::testing::Values(SweepParam{2, ""}, SweepParam{3, ""}, SweepParam{4, ""}, SweepParam{2, "LL"},
-                                           SweepParam{2, "Simple"}),
+                                           SweepParam{2, "Simple"}, SweepParam{3, "", true},
+                                           SweepParam{2, "LL", true}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
-                                  (info.param.proto[0] ? std::string("_") + info.param.proto : std::string(""));
+                                  (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
+                                  (info.param.net ? "_net" : "");
                          });
 
 class ProcessP2p : public ::testing::TestWithParam<int> {};
@@ -276,6 +280,15 @@ TEST_P(ProcessP2p, GroupsAndSplit) {
   ASSERT_EQ(err, "");
   expectAllSucceeded(job, nranks);
   expectNoShmLeft(job);
+}
+
+// DISABLED: flaky under load (about 1 run in 3 under ctest -j2): a NET connection sees its peer
+// close during the split part. See docs/net.md, "Known problems".
+TEST(ProcessP2pNet, DISABLED_GroupsAndSplitOverNet) {
+  WorkerJob job("p2p", 3, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_SHM_DISABLE=1"}, kDeadlineSeconds);
+  const std::string err = job.run();
+  ASSERT_EQ(err, "");
+  expectAllSucceeded(job, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ProcessP2p, ::testing::Values(2, 3, 4), [](const ::testing::TestParamInfo<int>& info) {
@@ -290,11 +303,16 @@ constexpr int kExitNamedAnotherRank = 3;
 // allreduce, must fail fast with ccRemoteError/ccTimeout and abort promptly. strictNames: every
 // survivor's ccGetLastError names the dead rank and its host; otherwise a survivor may name the
 // peer that left the operation because of it, as long as one survivor names the dead rank.
-void runDieJob(const char* scenario, bool strictNames) {
+void runDieJob(const char* scenario, bool strictNames, bool net = false) {
   const int nranks = 3;
   // COLLCOMM_TIMEOUT is small so that a regression fails instead of hanging; a dead process on
-  // this host is noticed through /proc within ~100 ms anyway.
-  WorkerJob job(scenario, nranks, {"COLLCOMM_TIMEOUT=20"}, 60);
+  // this host is noticed through /proc within ~100 ms anyway (over NET: its sockets close).
+  std::vector<std::string> env = {"COLLCOMM_TIMEOUT=20"};
+  if (net) {
+    env.push_back("COLLCOMM_SHM_DISABLE=1");
+    env.push_back("COLLCOMM_HOSTID=");  // hosts told apart by COLLCOMM_HOSTID below would skip /proc
+  }
+  WorkerJob job(scenario, nranks, env, 60);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string err = job.run();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -327,6 +345,7 @@ TEST(ProcessFailure, RankDyingMidAllReduceFailsPeersFast) { runDieJob("die-mid",
 // strictly: there the survivor between the other survivor and the dead rank reliably waits on the
 // former first; in die-mid which survivor notices first varies from run to run.
 TEST(ProcessFailure, EverySurvivorNamesTheDeadRank) { runDieJob("die", true); }
+TEST(ProcessFailure, RankDyingMidAllReduceOverNetFailsPeersFast) { runDieJob("die-mid", false, true); }
 
 // The leftover check is not vacuous: it finds a segment named the way the SHM transport names them.
 TEST(ProcessDriver, LeftoverCheckFindsSegments) {

@@ -44,7 +44,7 @@ bool p2pCanConnect(const PeerInfo& self, const PeerInfo& peer) {
   return self.processToken == peer.processToken && paramInt(Param::kP2pDisable) == 0;
 }
 
-Status p2pCreateFifo(const FifoLayout& layout, const PeerInfo&, const PeerInfo& peer,
+Status p2pCreateFifo(const FifoLayout& layout, const PeerInfo&, const PeerInfo& peer, const ConnSetup&,
                      std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
   const size_t bytes = layout.totalBytes();
   void* raw = aligned_alloc(kFifoAlign, kHeaderBytes + bytes);
@@ -66,7 +66,7 @@ Status p2pCreateFifo(const FifoLayout& layout, const PeerInfo&, const PeerInfo& 
   return kOk;
 }
 
-Status p2pAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo& peer,
+Status p2pAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo& peer, const ConnSetup&,
                      std::unique_ptr<FifoMemory>* mem) {
   P2pDescData data;
   memcpy(&data, desc.data, sizeof(data));

@@ -51,7 +51,7 @@ bool shmCanConnect(const PeerInfo& self, const PeerInfo& peer) {
   return self.hostHash == peer.hostHash && paramInt(Param::kShmDisable) == 0;
 }
 
-Status shmCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer,
+Status shmCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer, const ConnSetup&,
                      std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
   static std::atomic<uint64_t> sequence{0};
   const size_t bytes = layout.totalBytes();
@@ -88,7 +88,8 @@ Status shmCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerI
   return kOk;
 }
 
-Status shmAttachFifo(const ConnDesc& desc, const PeerInfo&, const PeerInfo& peer, std::unique_ptr<FifoMemory>* mem) {
+Status shmAttachFifo(const ConnDesc& desc, const PeerInfo&, const PeerInfo& peer, const ConnSetup&,
+                     std::unique_ptr<FifoMemory>* mem) {
   ShmDescData data;
   memcpy(&data, desc.data, sizeof(data));
   data.name[sizeof(data.name) - 1] = '\0';
@@ -107,7 +108,10 @@ Status shmAttachFifo(const ConnDesc& desc, const PeerInfo&, const PeerInfo& peer
   return kOk;
 }
 
-void shmSenderAttached(FifoMemory& mem) { static_cast<ShmFifoMemory&>(mem).unlinkName(); }
+Status shmSenderAttached(FifoMemory& mem, const PeerInfo&, const ConnSetup&) {
+  static_cast<ShmFifoMemory&>(mem).unlinkName();
+  return kOk;
+}
 
 }  // namespace
 

@@ -1,5 +1,6 @@
-// Conformance with ranks as threads of one process (in-process P2P transport, and SHM when P2P is
-// disabled): every collective, dtype, op, count, placement and several roots, bit for bit.
+// Conformance with ranks as threads of one process (in-process P2P transport, SHM when P2P is
+// disabled, NET over sockets when both are): every collective, dtype, op, count, placement and
+// several roots, bit for bit.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -15,6 +16,7 @@ struct SweepParam {
   int nranks;
   const char* proto;  // COLLCOMM_PROTO, "" for the planner's choice
   bool shm;           // COLLCOMM_P2P_DISABLE=1
+  bool net = false;   // and COLLCOMM_SHM_DISABLE=1: every byte crosses sockets
 };
 
 class ThreadSweep : public ::testing::TestWithParam<SweepParam> {};
@@ -23,11 +25,13 @@ TEST_P(ThreadSweep, EveryCollectiveExact) {
   const SweepParam p = GetParam();
   Watchdog dog(300, "thread sweep");
   setenv("COLLCOMM_PROTO", p.proto, 1);
-  setenv("COLLCOMM_P2P_DISABLE", p.shm ? "1" : "0", 1);
+  setenv("COLLCOMM_P2P_DISABLE", p.shm || p.net ? "1" : "0", 1);
+  setenv("COLLCOMM_SHM_DISABLE", p.net ? "1" : "0", 1);
   setenv("COLLCOMM_TIMEOUT", "60", 1);
   ThreadRanks ranks(p.nranks);
   unsetenv("COLLCOMM_PROTO");
   unsetenv("COLLCOMM_P2P_DISABLE");
+  unsetenv("COLLCOMM_SHM_DISABLE");
   ASSERT_EQ(ranks.initResult(), ccSuccess) << ccGetLastError(nullptr);
   const auto cases = conformanceCases(p.nranks, p.proto[0] == '\0' && p.nranks <= 4);
   ranks.run([&](int rank, ccComm_t comm) {
@@ -48,11 +52,13 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
                                            SweepParam{5, "", false}, SweepParam{7, "", false},
                                            SweepParam{8, "", false}, SweepParam{2, "Simple", false},
                                            SweepParam{3, "LL", false}, SweepParam{4, "Simple", true},
-                                           SweepParam{3, "LL", true}),
+                                           SweepParam{3, "LL", true}, SweepParam{2, "", false, true},
+                                           SweepParam{3, "", false, true}, SweepParam{4, "Simple", false, true},
+                                           SweepParam{3, "LL", false, true}, SweepParam{5, "", false, true}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
-                                  (info.param.shm ? "_shm" : "");
+                                  (info.param.shm ? "_shm" : "") + (info.param.net ? "_net" : "");
                          });
 
 }  // namespace

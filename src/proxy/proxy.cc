@@ -1,0 +1,118 @@
+// The per-process proxy thread (see proxy.h).
+#include "proxy/proxy.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+
+namespace collcomm::detail {
+namespace {
+
+// Rounds without progress before the thread yields its core between rounds.
+constexpr int kSpinRounds = 200;
+
+class Proxy {
+ public:
+  void add(ProxyClient* c) {
+    std::lock_guard<std::mutex> life(lifeMu_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      clients_.push_back(c);
+    }
+    if (!thread_.joinable()) {
+      stop_ = false;
+      thread_ = std::thread([this] { loop(); });
+      CC_INFO(kSubsysProxy, "proxy thread started");
+    }
+    cv_.notify_all();
+  }
+
+  void remove(ProxyClient* c) {
+    std::lock_guard<std::mutex> life(lifeMu_);
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      clients_.erase(std::remove(clients_.begin(), clients_.end(), c), clients_.end());
+      last = clients_.empty();
+      if (last) stop_ = true;
+    }
+    if (last && thread_.joinable()) {
+      cv_.notify_all();
+      thread_.join();
+      CC_INFO(kSubsysProxy, "proxy thread stopped");
+    }
+  }
+
+  void opBegin() {
+    if (active_.fetch_add(1) == 0 && sleeping_.load()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      cv_.notify_all();
+    }
+  }
+  void opEnd() { active_.fetch_sub(1, std::memory_order_acq_rel); }
+
+ private:
+  void loop() {
+    int idle = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      bool moved = false, work = false;
+      for (ProxyClient* c : clients_) {
+        moved |= c->progress();
+        work |= c->hasWork();
+      }
+      if (moved) {
+        idle = 0;
+        continue;
+      }
+      if (!work && active_.load(std::memory_order_acquire) == 0) {
+        sleeping_.store(true);  // seq_cst with opBegin: one of the two sees the other
+        // Re-check under the lock: opBegin notifies while holding it.
+        if (active_.load() == 0) cv_.wait_for(lock, std::chrono::milliseconds(100));
+        sleeping_.store(false, std::memory_order_release);
+        idle = 0;
+        continue;
+      }
+      if (++idle > kSpinRounds) {
+        lock.unlock();
+        sched_yield();
+        lock.lock();
+      } else if ((idle & 15) == 0) {
+        // Let registrations in.
+        lock.unlock();
+        lock.lock();
+      }
+    }
+  }
+
+  std::mutex lifeMu_;  // serialises thread start/stop
+  std::mutex mu_;      // clients_, and each round of progress
+  std::condition_variable cv_;
+  std::vector<ProxyClient*> clients_;
+  std::thread thread_;
+  bool stop_ = false;
+  std::atomic<int> active_{0};
+  std::atomic<bool> sleeping_{false};
+};
+
+Proxy& proxy() {
+  static Proxy* p = new Proxy();  // never destroyed: clients may outlive static destruction order
+  return *p;
+}
+
+}  // namespace
+
+void proxyAdd(ProxyClient* client) { proxy().add(client); }
+void proxyRemove(ProxyClient* client) { proxy().remove(client); }
+ProxyActivity::ProxyActivity() { proxy().opBegin(); }
+ProxyActivity::~ProxyActivity() { proxy().opEnd(); }
+
+}  // namespace collcomm::detail

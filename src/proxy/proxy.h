@@ -1,0 +1,39 @@
+// The proxy thread: one per process, moving data for transports that need a CPU beside the
+// executor (NET: between the executor's FIFOs and the network).
+//
+// Clients register while connected and deregister before they go; the thread calls progress() on
+// every client in turn. It polls (spinning, then yielding the core) while any operation of this
+// process is running (ProxyActivity) or any client still has work in flight (hasWork), and sleeps
+// on a condition variable otherwise, so an idle process burns no core. It starts with the first
+// client and ends with the last.
+//
+// Threading: progress()/hasWork() run on the proxy thread only, never at the same time as the
+// client's deregistration, which waits for the current round to end. Setup tier: proxyAdd/Remove;
+// control tier: ProxyActivity (an atomic, and a wake-up when the proxy sleeps).
+#pragma once
+
+namespace collcomm::detail {
+
+class ProxyClient {
+ public:
+  virtual ~ProxyClient() = default;
+  // Makes whatever progress is possible without blocking; true if anything moved.
+  virtual bool progress() = 0;
+  // True while something must move even with no operation running (e.g. sends still queued).
+  virtual bool hasWork() const = 0;
+};
+
+void proxyAdd(ProxyClient* client);
+// Returns once the proxy thread no longer touches `client`.
+void proxyRemove(ProxyClient* client);
+
+// Marks an operation of this process as running for its scope.
+class ProxyActivity {
+ public:
+  ProxyActivity();
+  ~ProxyActivity();
+  ProxyActivity(const ProxyActivity&) = delete;
+  ProxyActivity& operator=(const ProxyActivity&) = delete;
+};
+
+}  // namespace collcomm::detail

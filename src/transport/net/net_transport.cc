@@ -1,0 +1,372 @@
+// NET transport: ranks on different hosts (or on one host with P2P and SHM disabled), over a net
+// backend (net.h; today the built-in sockets), driven by the proxy thread (proxy/proxy.h).
+//
+// Each side has an ordinary FIFO (device/fifo.h) in its own memory, and the executors run the
+// same protocol code as for P2P/SHM. The proxy of the sending process moves each published step
+// from its local FIFO to the network; the proxy of the receiving process lands it in the
+// receiver's FIFO and publishes it:
+//   Simple: sender proxy sees simpleTail pass a step, isends the slot (simpleBytes[slot] bytes,
+//           tag kTagSimple); when the send is done it release-stores the local simpleHead, so the
+//           executor may reuse the slot. Receiver proxy irecvs step s into slot s % kNumSteps once
+//           the executor has released it (simpleHead + kNumSteps > s); on completion it stores
+//           simpleBytes and release-stores simpleTail.
+//   LL:     sender proxy reads the step's size from llBytes and waits for every line's flag, then
+//           isends the lines as they are (flags included, tag kTagLl). Receiver proxy irecvs them
+//           into a staging copy of the LL slots and copies them into the FIFO with 8-byte stores
+//           (a socket may write a line in pieces; the executor must never see half a line).
+//   Peer state: the sender's PeerState word travels as a tag kTagState message when it leaves;
+//           the receiver leaves by closing its end. A closed or failed connection marks the peer
+//           gone (kGoneExited) in the local FIFO, so the executor's wait ends with ccRemoteError
+//           naming the peer; a peer that vanishes silently ends in the executor's ccTimeout.
+// Flow control is the receiver's slots: its proxy posts a receive only for a free slot, and the
+// network holds the rest.
+#include <sched.h>
+#include <poll.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "proxy/proxy.h"
+#include "transport/net/net.h"
+#include "transport/transport.h"
+
+namespace collcomm::detail {
+namespace {
+
+constexpr uint32_t kTagSimple = 0;
+constexpr uint32_t kTagLl = 1;
+constexpr uint32_t kTagState = 2;
+
+static_assert(kNetHandleBytes <= sizeof(ConnDesc::data));
+
+uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+uint64_t loadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+void storeRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+
+// Marks the peer gone in our FIFO unless a state is already there (the first cause stays).
+void markGone(uint32_t* word, uint32_t state) {
+  uint32_t active = kPeerActive;
+  __atomic_compare_exchange_n(word, &active, state, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+class NetConnection final : public FifoMemory, public ProxyClient {
+ public:
+  NetConnection(bool isSend, const FifoLayout& layout, const PeerInfo& peer)
+      : isSend_(isSend), layout_(layout), peerRank_(peer.rank), net_(&socketNet()) {}
+
+  ~NetConnection() override {
+    // A sender going away normally first lets the proxy send what the executor already published
+    // (its operation returned once the steps were in the FIFO); not when it left (abort, failure).
+    if (registered_ && isSend_ && !isGone(__atomic_load_n(&ctrl_->senderState, __ATOMIC_ACQUIRE))) {
+      const Deadline until = Deadline::afterSeconds(2.0);
+      while (!sentAll() && !failed_.load(std::memory_order_acquire) && !until.expired()) poll(nullptr, 0, 1);
+    }
+    if (registered_) proxyRemove(this);
+    if (connecting_) net_->abandonConnect(handle_);
+    if (comm_ != nullptr) (void)(isSend_ ? net_->closeSend(comm_) : net_->closeRecv(comm_));
+    if (listen_ != nullptr) (void)net_->closeListen(listen_);
+    free(block_);
+  }
+
+  Status allocate() {
+    const size_t bytes = layout_.totalBytes();
+    block_ = static_cast<char*>(aligned_alloc(kFifoAlign, bytes));
+    if (block_ == nullptr)
+      return CC_ERROR(Status::kSystemError, "could not allocate %zu bytes for the NET connection %s rank %d", bytes,
+                      isSend_ ? "to" : "from", peerRank_);
+    memset(block_, 0, bytes);
+    ctrl_ = reinterpret_cast<FifoCtrl*>(block_);
+    simpleBuf_ = block_ + layout_.simpleOffset();
+    llBuf_ = reinterpret_cast<uint64_t*>(block_ + layout_.llOffset());
+    if (!isSend_) llStage_.assign(kNumSteps * layout_.llStepLines, 0);
+    return kOk;
+  }
+
+  void* base() override { return block_; }
+
+  // Receiver: listens; the handle goes into the connection description.
+  Status listen(const ConnSetup& setup, void* handle) {
+    CC_CHECK(net_->init());
+    const NetSecret secret{{setup.secret[0], setup.secret[1]}};
+    return net_->listen(kDev, secret, handle, &listen_);
+  }
+
+  // Sender: connects to the receiver's handle, up to the deadline.
+  Status connect(const ConnSetup& setup, const void* handle, const PeerInfo& peer) {
+    CC_CHECK(net_->init());
+    const NetSecret secret{{setup.secret[0], setup.secret[1]}};
+    memcpy(handle_, handle, kNetHandleBytes);
+    connecting_ = true;
+    while (comm_ == nullptr) {
+      Status s = net_->connect(kDev, secret, handle_, &comm_);
+      if (!isOk(s)) {
+        connecting_ = false;  // the backend dropped the handshake
+        return s;
+      }
+      if (comm_ != nullptr) break;
+      if (setup.deadline.expired())
+        return CC_ERROR(Status::kTimeout,
+                        "NET connection to rank %d (host %s) was not established before the deadline; check that "
+                        "COLLCOMM_SOCKET_IFNAME names an interface the hosts can reach each other on",
+                        peer.rank, peer.host);
+      poll(nullptr, 0, 1);
+    }
+    connecting_ = false;
+    return start();
+  }
+
+  // Receiver: accepts the sender's connection, up to the deadline.
+  Status accept(const ConnSetup& setup, const PeerInfo& peer) {
+    while (comm_ == nullptr) {
+      CC_CHECK(net_->accept(listen_, &comm_));
+      if (comm_ != nullptr) break;
+      if (setup.deadline.expired())
+        return CC_ERROR(Status::kTimeout,
+                        "rank %d (host %s) did not open its NET connection to this rank before the deadline",
+                        peer.rank, peer.host);
+      poll(nullptr, 0, 1);
+    }
+    (void)net_->closeListen(listen_);
+    listen_ = nullptr;
+    void* buf = &stateIn_;
+    const size_t size = sizeof(stateIn_);
+    const uint32_t tag = kTagState;
+    CC_CHECK(net_->irecv(comm_, 1, &buf, &size, &tag, nullptr, &stateReq_));
+    return start();
+  }
+
+  bool progress() override {
+    if (failed_ || comm_ == nullptr) return false;
+    return isSend_ ? progressSend() : progressRecv();
+  }
+
+  bool hasWork() const override {
+    if (failed_ || comm_ == nullptr) return false;
+    if (!isSend_) return isGone(__atomic_load_n(&ctrl_->receiverState, __ATOMIC_ACQUIRE));
+    if (sDone_ < sPosted_ || lDone_ < lPosted_ || stateReq_ != nullptr) return true;
+    if (loadAcquire(&ctrl_->simpleTail) > sPosted_) return true;
+    if (static_cast<uint32_t>(loadAcquire(&ctrl_->llBytes[lPosted_ % kNumSteps]) >> 32) ==
+        static_cast<uint32_t>(lPosted_ + 1))
+      return true;
+    return !stateSent_ && isGone(__atomic_load_n(&ctrl_->senderState, __ATOMIC_ACQUIRE));
+  }
+
+ private:
+  static constexpr int kDev = 0;
+
+  // Sender, from any thread: every step the executor published has been handed to the network
+  // (the proxy advances the heads only when a send completes).
+  bool sentAll() const {
+    if (loadAcquire(&ctrl_->simpleHead) < loadAcquire(&ctrl_->simpleTail)) return false;
+    const uint64_t llHead = loadAcquire(&ctrl_->llHead);
+    return static_cast<uint32_t>(loadAcquire(&ctrl_->llBytes[llHead % kNumSteps]) >> 32) !=
+           static_cast<uint32_t>(llHead + 1);
+  }
+
+  Status start() {
+    proxyAdd(this);
+    registered_ = true;
+    return kOk;
+  }
+
+  // The connection broke: the peer is gone as far as our executor is concerned.
+  bool fail() {
+    failed_ = true;
+    markGone(isSend_ ? &ctrl_->receiverState : &ctrl_->senderState, goneState(peerRank_, kGoneExited));
+    return true;
+  }
+
+  // Tests one request; false when not done (or failed: then failed_ is set).
+  bool testDone(void* req, size_t* size) {
+    bool done = false;
+    if (!isOk(net_->test(req, &done, size))) {
+      fail();
+      return false;
+    }
+    return done;
+  }
+
+  bool progressSend() {
+    bool moved = false;
+    const uint32_t stepBytes = static_cast<uint32_t>(layout_.simpleStepBytes);
+    const uint64_t tail = loadAcquire(&ctrl_->simpleTail);
+    while (sPosted_ < tail && sPosted_ - sDone_ < kNumSteps) {
+      const uint64_t slot = sPosted_ % kNumSteps;
+      const size_t bytes = loadRelaxed(&ctrl_->simpleBytes[slot]);
+      void* req = nullptr;
+      if (!isOk(net_->isend(comm_, simpleBuf_ + slot * stepBytes, bytes, kTagSimple, nullptr, &req))) return fail();
+      if (req == nullptr) break;
+      sReq_[slot] = req;
+      sPosted_++;
+      moved = true;
+    }
+    while (sDone_ < sPosted_ && testDone(sReq_[sDone_ % kNumSteps], nullptr)) {
+      sDone_++;
+      storeRelease(&ctrl_->simpleHead, sDone_);
+      moved = true;
+    }
+    if (failed_) return true;
+    while (lPosted_ - lDone_ < kNumSteps) {
+      const uint64_t slot = lPosted_ % kNumSteps;
+      const uint32_t flag = static_cast<uint32_t>(lPosted_ + 1);
+      const uint64_t word = loadAcquire(&ctrl_->llBytes[slot]);
+      if (static_cast<uint32_t>(word >> 32) != flag) break;
+      const size_t nLines = (static_cast<uint32_t>(word) + kLlBytesPerLine - 1) / kLlBytesPerLine;
+      uint64_t* lines = llBuf_ + slot * layout_.llStepLines;
+      bool complete = true;
+      for (size_t i = 0; i < nLines && complete; ++i) complete = static_cast<uint32_t>(loadRelaxed(&lines[i]) >> 32) == flag;
+      if (!complete) break;
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      void* req = nullptr;
+      if (!isOk(net_->isend(comm_, lines, nLines * sizeof(uint64_t), kTagLl, nullptr, &req))) return fail();
+      if (req == nullptr) break;
+      lReq_[slot] = req;
+      lPosted_++;
+      moved = true;
+    }
+    while (lDone_ < lPosted_ && testDone(lReq_[lDone_ % kNumSteps], nullptr)) {
+      lDone_++;
+      storeRelease(&ctrl_->llHead, lDone_);
+      moved = true;
+    }
+    if (failed_) return true;
+    if (!stateSent_) {
+      const uint32_t own = __atomic_load_n(&ctrl_->senderState, __ATOMIC_ACQUIRE);
+      if (isGone(own)) {
+        stateOut_ = own;
+        if (!isOk(net_->isend(comm_, &stateOut_, sizeof(stateOut_), kTagState, nullptr, &stateReq_))) return fail();
+        stateSent_ = stateReq_ != nullptr;
+        moved = true;
+      }
+    }
+    if (stateReq_ != nullptr && testDone(stateReq_, nullptr)) stateReq_ = nullptr;
+    return moved;
+  }
+
+  bool progressRecv() {
+    if (isGone(__atomic_load_n(&ctrl_->receiverState, __ATOMIC_ACQUIRE))) {
+      // This side left: closing tells the sender (its sends fail, it marks us gone).
+      (void)net_->closeRecv(comm_);
+      comm_ = nullptr;
+      return true;
+    }
+    bool moved = false;
+    const uint32_t stepBytes = static_cast<uint32_t>(layout_.simpleStepBytes);
+    const uint64_t head = loadAcquire(&ctrl_->simpleHead);
+    while (sPosted_ - sDone_ < kNumSteps && sPosted_ < head + kNumSteps) {
+      const uint64_t slot = sPosted_ % kNumSteps;
+      void* buf = simpleBuf_ + slot * stepBytes;
+      const size_t cap = stepBytes;
+      const uint32_t tag = kTagSimple;
+      void* req = nullptr;
+      if (!isOk(net_->irecv(comm_, 1, &buf, &cap, &tag, nullptr, &req))) return fail();
+      if (req == nullptr) break;
+      sReq_[slot] = req;
+      sPosted_++;
+      moved = true;
+    }
+    size_t size = 0;
+    while (sDone_ < sPosted_ && testDone(sReq_[sDone_ % kNumSteps], &size)) {
+      storeRelaxed(&ctrl_->simpleBytes[sDone_ % kNumSteps], size);
+      sDone_++;
+      storeRelease(&ctrl_->simpleTail, sDone_);
+      moved = true;
+    }
+    if (failed_) return true;
+    const uint64_t llHead = loadAcquire(&ctrl_->llHead);
+    const size_t lineBytes = layout_.llStepLines * sizeof(uint64_t);
+    while (lineBytes != 0 && lPosted_ - lDone_ < kNumSteps && lPosted_ < llHead + kNumSteps) {
+      const uint64_t slot = lPosted_ % kNumSteps;
+      void* buf = llStage_.data() + slot * layout_.llStepLines;
+      const uint32_t tag = kTagLl;
+      void* req = nullptr;
+      if (!isOk(net_->irecv(comm_, 1, &buf, &lineBytes, &tag, nullptr, &req))) return fail();
+      if (req == nullptr) break;
+      lReq_[slot] = req;
+      lPosted_++;
+      moved = true;
+    }
+    while (lDone_ < lPosted_ && testDone(lReq_[lDone_ % kNumSteps], &size)) {
+      const uint64_t slot = lDone_ % kNumSteps;
+      const uint64_t* src = llStage_.data() + slot * layout_.llStepLines;
+      uint64_t* dst = llBuf_ + slot * layout_.llStepLines;
+      for (size_t i = 0; i < size / sizeof(uint64_t); ++i) storeRelaxed(&dst[i], src[i]);
+      lDone_++;
+      moved = true;
+    }
+    if (failed_) return true;
+    if (stateReq_ != nullptr && testDone(stateReq_, nullptr)) {
+      stateReq_ = nullptr;
+      if (isGone(stateIn_)) markGone(&ctrl_->senderState, stateIn_);
+      moved = true;
+    }
+    return moved;
+  }
+
+  const bool isSend_;
+  const FifoLayout layout_;
+  const int peerRank_;
+  const NetOpsV1* net_;
+  char* block_ = nullptr;
+  FifoCtrl* ctrl_ = nullptr;
+  char* simpleBuf_ = nullptr;
+  uint64_t* llBuf_ = nullptr;
+  std::vector<uint64_t> llStage_;
+  void* listen_ = nullptr;
+  void* comm_ = nullptr;
+  unsigned char handle_[kNetHandleBytes] = {};
+  bool connecting_ = false;
+  bool registered_ = false;
+  std::atomic<bool> failed_{false};
+  uint64_t sPosted_ = 0, sDone_ = 0, lPosted_ = 0, lDone_ = 0;
+  void* sReq_[kNumSteps] = {};
+  void* lReq_[kNumSteps] = {};
+  uint32_t stateOut_ = 0;
+  uint32_t stateIn_ = 0;
+  void* stateReq_ = nullptr;
+  bool stateSent_ = false;
+};
+
+bool netCanConnect(const PeerInfo&, const PeerInfo&) { return true; }
+
+Status netCreateFifo(const FifoLayout& layout, const PeerInfo&, const PeerInfo& peer, const ConnSetup& setup,
+                     std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
+  auto conn = std::make_unique<NetConnection>(false, layout, peer);
+  CC_CHECK(conn->allocate());
+  memset(desc, 0, sizeof(*desc));
+  CC_CHECK(conn->listen(setup, desc->data));
+  desc->bytes = layout.totalBytes();
+  *mem = std::move(conn);
+  return kOk;
+}
+
+Status netAttachFifo(const ConnDesc& desc, const PeerInfo&, const PeerInfo& peer, const ConnSetup& setup,
+                     std::unique_ptr<FifoMemory>* mem) {
+  const FifoLayout layout{desc.simpleStepBytes, desc.llStepLines};
+  auto conn = std::make_unique<NetConnection>(true, layout, peer);
+  CC_CHECK(conn->allocate());
+  CC_CHECK(conn->connect(setup, desc.data, peer));
+  *mem = std::move(conn);
+  return kOk;
+}
+
+Status netSenderAttached(FifoMemory& mem, const PeerInfo& peer, const ConnSetup& setup) {
+  return static_cast<NetConnection&>(mem).accept(setup, peer);
+}
+
+}  // namespace
+
+const TransportOps kNetTransport = {
+    .name = "NET",
+    .canConnect = netCanConnect,
+    .createFifo = netCreateFifo,
+    .attachFifo = netAttachFifo,
+    .senderAttached = netSenderAttached,
+};
+
+}  // namespace collcomm::detail

@@ -1,0 +1,307 @@
+// The socket backend of the net interface over this host's interfaces: handshake with secret
+// checks, messages of 0 .. 64 MiB inline and split across sockets (partial sends and receives
+// happen at these sizes), tag matching, errors.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "bootstrap/socket.h"
+#include "support/watchdog.h"
+#include "transport/net/net.h"
+
+namespace collcomm::detail {
+namespace {
+
+const NetSecret kSecret{{0x1234, 0x5678}};
+
+struct Pair {
+  void* send = nullptr;
+  void* recv = nullptr;
+  void* listen = nullptr;
+  ~Pair() {
+    const NetOpsV1& n = socketNet();
+    if (send != nullptr) (void)n.closeSend(send);
+    if (recv != nullptr) (void)n.closeRecv(recv);
+    if (listen != nullptr) (void)n.closeListen(listen);
+  }
+};
+
+// Connects a pair over device 0 with the given socket shape; false (with a test failure) on error.
+bool connectPair(Pair* p, const char* nthreads, const char* nsocks) {
+  setenv("COLLCOMM_SOCKET_NTHREADS", nthreads, 1);
+  setenv("COLLCOMM_NSOCKS_PERTHREAD", nsocks, 1);
+  const NetOpsV1& n = socketNet();
+  unsigned char handle[kNetHandleBytes];
+  EXPECT_EQ(n.listen(0, kSecret, handle, &p->listen), kOk);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((p->send == nullptr || p->recv == nullptr) && std::chrono::steady_clock::now() < until) {
+    if (p->send == nullptr && n.connect(0, kSecret, handle, &p->send) != kOk) return false;
+    if (p->recv == nullptr && n.accept(p->listen, &p->recv) != kOk) return false;
+  }
+  unsetenv("COLLCOMM_SOCKET_NTHREADS");
+  unsetenv("COLLCOMM_NSOCKS_PERTHREAD");
+  return p->send != nullptr && p->recv != nullptr;
+}
+
+// Waits for one request; false on error or after 30 s.
+bool wait(void* req, size_t* size, Status* err = nullptr) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    bool done = false;
+    Status s = socketNet().test(req, &done, size);
+    if (!isOk(s)) {
+      if (err != nullptr) *err = s;
+      return false;
+    }
+    if (done) return true;
+  }
+  return false;
+}
+
+// Sends and receives one message both ways through the backend, progressing both sides.
+void roundTrip(Pair& p, size_t bytes, uint32_t tag) {
+  const NetOpsV1& n = socketNet();
+  std::vector<unsigned char> src(bytes), dst(bytes + 1, 0xee);
+  for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>((i * 131 + bytes) >> 3);
+  void* sreq = nullptr;
+  void* rreq = nullptr;
+  ASSERT_EQ(n.isend(p.send, src.data(), bytes, tag, nullptr, &sreq), kOk);
+  ASSERT_NE(sreq, nullptr);
+  void* buf = dst.data();
+  const size_t cap = bytes + 1;
+  ASSERT_EQ(n.irecv(p.recv, 1, &buf, &cap, &tag, nullptr, &rreq), kOk);
+  ASSERT_NE(rreq, nullptr);
+  bool sDone = false, rDone = false;
+  size_t got = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!(sDone && rDone) && std::chrono::steady_clock::now() < until) {
+    if (!sDone) {
+      ASSERT_EQ(n.test(sreq, &sDone, nullptr), kOk);
+    }
+    if (!rDone) {
+      ASSERT_EQ(n.test(rreq, &rDone, &got), kOk);
+    }
+  }
+  ASSERT_TRUE(sDone && rDone) << bytes << " bytes did not arrive";
+  EXPECT_EQ(got, bytes);
+  EXPECT_EQ(memcmp(src.data(), dst.data(), bytes), 0) << bytes << " bytes arrived corrupted";
+  EXPECT_EQ(dst[bytes], 0xee) << "wrote past the message";
+}
+
+TEST(NetSocket, DevicesHavePropertiesAndTheContractVersion) {
+  const NetOpsV1& n = socketNet();
+  EXPECT_EQ(n.version, kNetInterfaceVersion);
+  ASSERT_EQ(n.init(), kOk);
+  int count = 0;
+  ASSERT_EQ(n.devices(&count), kOk);
+  ASSERT_GE(count, 1);
+  NetProperties props{};
+  ASSERT_EQ(n.getProperties(0, &props), kOk);
+  EXPECT_NE(props.name[0], '\0');
+  EXPECT_GE(props.speedMbps, 0);
+  EXPECT_EQ(props.maxRecvs, 1);
+}
+
+TEST(NetSocket, SocketShapeFollowsSpeedUnlessSet) {
+  int t = 0, s = 0;
+  socketThreadsAndSockets(0, &t, &s);
+  EXPECT_EQ(t * s, 2);
+  socketThreadsAndSockets(100000, &t, &s);
+  EXPECT_EQ(t, 4);
+  setenv("COLLCOMM_SOCKET_NTHREADS", "3", 1);
+  setenv("COLLCOMM_NSOCKS_PERTHREAD", "5", 1);
+  socketThreadsAndSockets(0, &t, &s);
+  EXPECT_EQ(t, 3);
+  EXPECT_EQ(s, 5);
+  setenv("COLLCOMM_SOCKET_NTHREADS", "16", 1);
+  setenv("COLLCOMM_NSOCKS_PERTHREAD", "64", 1);
+  socketThreadsAndSockets(0, &t, &s);
+  EXPECT_LE(t * s, 64);
+  unsetenv("COLLCOMM_SOCKET_NTHREADS");
+  unsetenv("COLLCOMM_NSOCKS_PERTHREAD");
+}
+
+class NetSocketShapes : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(NetSocketShapes, EverySizeArrivesIntact) {
+  test::Watchdog dog(240, "net socket sizes");
+  Pair p;
+  ASSERT_TRUE(connectPair(&p, GetParam().first, GetParam().second));
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{65535}, size_t{65536}, size_t{65537},
+                       size_t{200000}, size_t{1} << 20, (size_t{1} << 20) + 13, size_t{64} << 20})
+    roundTrip(p, bytes, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, NetSocketShapes,
+                         ::testing::Values(std::make_pair("0", "1"), std::make_pair("1", "1"),
+                                           std::make_pair("2", "2"), std::make_pair("4", "3")),
+                         [](const auto& info) {
+                           return std::string(info.param.first) + "threads_" + info.param.second + "socks";
+                         });
+
+TEST(NetSocket, ManyMessagesInFlightKeepTheirOrder) {
+  test::Watchdog dog(120, "net socket order");
+  Pair p;
+  ASSERT_TRUE(connectPair(&p, "2", "2"));
+  const NetOpsV1& n = socketNet();
+  constexpr int kMsgs = 16;
+  std::vector<std::vector<uint32_t>> src(kMsgs), dst(kMsgs);
+  void* sreq[kMsgs];
+  void* rreq[kMsgs];
+  for (int m = 0; m < kMsgs; ++m) {
+    const size_t words = m % 2 == 0 ? 10 + m : 60000 + 977 * m;  // inline and chunked mixed
+    src[m].resize(words);
+    std::iota(src[m].begin(), src[m].end(), static_cast<uint32_t>(m) << 24);
+    dst[m].assign(words, 0);
+    ASSERT_EQ(n.isend(p.send, src[m].data(), words * 4, 7, nullptr, &sreq[m]), kOk);
+    ASSERT_NE(sreq[m], nullptr);
+    void* buf = dst[m].data();
+    size_t cap = words * 4;
+    uint32_t tag = 7;
+    ASSERT_EQ(n.irecv(p.recv, 1, &buf, &cap, &tag, nullptr, &rreq[m]), kOk);
+    ASSERT_NE(rreq[m], nullptr);
+  }
+  for (int m = 0; m < kMsgs; ++m) {
+    size_t got = 0;
+    ASSERT_TRUE(wait(rreq[m], &got)) << "message " << m;
+    EXPECT_EQ(got, src[m].size() * 4);
+    EXPECT_EQ(src[m], dst[m]) << "message " << m;
+  }
+  for (int m = 0; m < kMsgs; ++m) ASSERT_TRUE(wait(sreq[m], nullptr));
+}
+
+TEST(NetSocket, ReceivesMatchTheirTag) {
+  test::Watchdog dog(60, "net socket tags");
+  Pair p;
+  ASSERT_TRUE(connectPair(&p, "1", "2"));
+  const NetOpsV1& n = socketNet();
+  uint32_t a = 0xaaaa, b = 0xbbbb, ra = 0, rb = 0;
+  void *s1, *s2, *r1, *r2;
+  ASSERT_EQ(n.isend(p.send, &a, 4, 1, nullptr, &s1), kOk);
+  ASSERT_EQ(n.isend(p.send, &b, 4, 2, nullptr, &s2), kOk);
+  // Posted in the other order: each message goes to the receive of its tag.
+  void* bufB = &rb;
+  void* bufA = &ra;
+  size_t cap = 4;
+  uint32_t t2 = 2, t1 = 1;
+  ASSERT_EQ(n.irecv(p.recv, 1, &bufB, &cap, &t2, nullptr, &r2), kOk);
+  ASSERT_EQ(n.irecv(p.recv, 1, &bufA, &cap, &t1, nullptr, &r1), kOk);
+  size_t got = 0;
+  ASSERT_TRUE(wait(r2, &got));
+  ASSERT_TRUE(wait(r1, &got));
+  EXPECT_EQ(ra, a);
+  EXPECT_EQ(rb, b);
+  ASSERT_TRUE(wait(s1, nullptr));
+  ASSERT_TRUE(wait(s2, nullptr));
+}
+
+TEST(NetSocket, WrongSecretAndGarbageAreDroppedAndTheRightPeerStillConnects) {
+  test::Watchdog dog(60, "net socket secret");
+  const NetOpsV1& n = socketNet();
+  unsigned char handle[kNetHandleBytes];
+  void* listen = nullptr;
+  ASSERT_EQ(n.listen(0, kSecret, handle, &listen), kOk);
+  // An intruder with another secret: its connect completes (the kernel accepts it), accept drops it.
+  unsigned char h2[kNetHandleBytes];
+  memcpy(h2, handle, sizeof(h2));
+  const NetSecret wrong{{0x1234, 0x5679}};
+  void* intruder = nullptr;
+  void* recv = nullptr;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < until) {
+    if (intruder == nullptr) {
+      ASSERT_EQ(n.connect(0, wrong, h2, &intruder), kOk);
+    }
+    ASSERT_EQ(n.accept(listen, &recv), kOk);
+    ASSERT_EQ(recv, nullptr) << "a connection with the wrong secret was accepted";
+    if (intruder != nullptr) break;
+  }
+  ASSERT_NE(intruder, nullptr);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(n.accept(listen, &recv), kOk);
+    ASSERT_EQ(recv, nullptr);
+    poll(nullptr, 0, 2);
+  }
+  // Garbage from a plain TCP client.
+  {
+    SocketAddress addr;
+    int len = 0;
+    memcpy(&len, handle + 4, 4);
+    ASSERT_TRUE(SocketAddress::fromSockaddr(handle + 8, static_cast<size_t>(len), &addr));
+    Socket raw;
+    ASSERT_TRUE(Socket::connect(addr, deadlineInMs(3000), nullptr, &raw).ok());
+    const char junk[64] = "GET / HTTP/1.0\r\n\r\n";
+    ASSERT_TRUE(raw.sendAll(junk, sizeof(junk), deadlineInMs(3000), nullptr).ok());
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_EQ(n.accept(listen, &recv), kOk);
+      ASSERT_EQ(recv, nullptr);
+      poll(nullptr, 0, 2);
+    }
+  }
+  // The intruder learns nothing and cannot send: its peer is gone.
+  // The rightful peer connects.
+  void* send = nullptr;
+  const auto until2 = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((send == nullptr || recv == nullptr) && std::chrono::steady_clock::now() < until2) {
+    if (send == nullptr) {
+      ASSERT_EQ(n.connect(0, kSecret, handle, &send), kOk);
+    }
+    if (recv == nullptr) {
+      ASSERT_EQ(n.accept(listen, &recv), kOk);
+    }
+  }
+  ASSERT_NE(send, nullptr);
+  ASSERT_NE(recv, nullptr);
+  Pair p;
+  p.send = send;
+  p.recv = recv;
+  p.listen = listen;
+  roundTrip(p, 100000, 3);
+  (void)n.closeSend(intruder);
+}
+
+TEST(NetSocket, TooLargeMessageAndClosedPeerAreErrors) {
+  test::Watchdog dog(60, "net socket errors");
+  const NetOpsV1& n = socketNet();
+  {
+    Pair p;
+    ASSERT_TRUE(connectPair(&p, "1", "1"));
+    char big[100] = {};
+    char small[10];
+    void *s, *r;
+    uint32_t tag = 0;
+    ASSERT_EQ(n.isend(p.send, big, sizeof(big), 0, nullptr, &s), kOk);
+    void* buf = small;
+    size_t cap = sizeof(small);
+    Status err = n.irecv(p.recv, 1, &buf, &cap, &tag, nullptr, &r);
+    if (isOk(err)) {
+      EXPECT_FALSE(wait(r, nullptr, &err));
+    }
+    EXPECT_EQ(err, Status::kRemoteError);
+  }
+  {
+    Pair p;
+    ASSERT_TRUE(connectPair(&p, "1", "1"));
+    ASSERT_EQ(n.closeSend(p.send), kOk);
+    p.send = nullptr;
+    char buf[8];
+    void* b = buf;
+    size_t cap = sizeof(buf);
+    uint32_t tag = 0;
+    void* r = nullptr;
+    // The end of the stream shows in irecv (which makes progress) or in the test after it.
+    Status err = n.irecv(p.recv, 1, &b, &cap, &tag, nullptr, &r);
+    if (isOk(err)) {
+      EXPECT_FALSE(wait(r, nullptr, &err));
+    }
+    EXPECT_EQ(err, Status::kRemoteError);
+  }
+}
+
+}  // namespace
+}  // namespace collcomm::detail
