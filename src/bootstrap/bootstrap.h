@@ -41,6 +41,10 @@ static_assert(sizeof(UniqueIdData) <= CC_UNIQUE_ID_BYTES);
 // set, encodes that address and a secret derived from it, and starts no service here (the rank
 // whose host owns that address starts it in Bootstrap::init).
 Status createUniqueId(UniqueIdData* out);
+// The same with a random secret and a root service here, whatever COLLCOMM_COMM_ID says: for ids
+// made inside a job (ccCommSplit), which must differ from the job's own (another root, another
+// secret that the new communicator's NET connections present).
+Status createRandomUniqueId(UniqueIdData* out);
 Status decodeUniqueId(const ccUniqueId& id, UniqueIdData* out);
 void encodeUniqueId(const UniqueIdData& data, ccUniqueId* id);
 

@@ -84,6 +84,13 @@ Status createUniqueId(UniqueIdData* out) {
     *out = id;
     return kOk;
   }
+  return createRandomUniqueId(out);
+}
+
+Status createRandomUniqueId(UniqueIdData* out) {
+  UniqueIdData id{};
+  id.magic = kIdMagic;
+  id.version = kIdVersion;
   CC_CHECK(randomSecret(id.secret));
   std::vector<NetInterface> ifs;
   CC_CHECK(findInterfaces(1, &ifs));

@@ -42,7 +42,8 @@ Status commSplit(ccComm* parent, int color, int key, const CommConfig& config, c
   while (members[newRank].rank != parent->rank) ++newRank;
   UniqueIdData id{};
   if (newRank == 0) {
-    CC_CHECK(createUniqueId(&id));
+    // Not createUniqueId: under COLLCOMM_COMM_ID that would hand out the parent's root and secret.
+    CC_CHECK(createRandomUniqueId(&id));
     for (size_t i = 1; i < members.size(); ++i)
       CC_CHECK(parent->bootstrap->send(members[i].rank, tag, &id, sizeof(id), deadline));
   } else {

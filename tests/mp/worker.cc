@@ -4,7 +4,8 @@
 //   cc_mp_worker --scenario=NAME --nranks=N --rank=R [--id=HEX] [--watchdog=SECONDS]
 //
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
-// environment variable. Scenarios: sweep, p2p, die, die-mid, hang (see the functions below).
+// environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
+// sweep, p2p, die, die-mid, linkdown, hang (see the functions below).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
 // 2 for bad command-line use; 3 (die scenarios, also with a FAIL line) when everything held except
@@ -344,6 +345,40 @@ int runDie(ccComm_t comm, int rank, int nranks, bool midOperation) {
   return 0;
 }
 
+// ---- linkdown: a host's link goes down while large allreduces run ----
+
+// Every rank runs large allreduces back to back until one fails (the driver takes a host's link
+// down meanwhile); it must fail with ccRemoteError or ccTimeout, and the sentence must name a rank
+// and its host (COLLCOMM_HOSTID "host..."). Then ccCommAbort must return promptly.
+int runLinkDown(ccComm_t comm, int rank, int nranks) {
+  const size_t count = size_t{4} << 20;
+  std::vector<float> send(count, 1.0f), recv(count, 0.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  ccResult_t r = ccSuccess;
+  int calls = 0;
+  while (r == ccSuccess && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(40)) {
+    ++calls;
+    r = ccAllReduce(send.data(), recv.data(), count, ccFloat32, ccSum, comm, nullptr);
+    if (calls == 1 && r == ccSuccess) say("first allreduce done");
+    if (r == ccSuccess && recv[count - 1] != static_cast<float>(nranks))
+      return fail("allreduce " + std::to_string(calls) + " before the failure gave a wrong sum");
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string msg = lastError(comm);
+  say("allreduce %d returned %s after %.2f s: %s", calls, ccGetErrorString(r), s, msg.c_str());
+  if (r != ccRemoteError && r != ccTimeout)
+    return fail(std::string("expected ccRemoteError or ccTimeout once a link went down, got ") + ccGetErrorString(r));
+  if (msg.find(" (host host") == std::string::npos || msg.find("rank ") == std::string::npos)
+    return fail("ccGetLastError names no rank with its host: \"" + msg + "\"");
+  const auto t1 = std::chrono::steady_clock::now();
+  r = ccCommAbort(comm);
+  const double abortS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  if (r != ccSuccess) return fail(callFailed("ccCommAbort", r, nullptr));
+  if (abortS > 1.2) return fail("ccCommAbort took " + std::to_string(abortS) + " s");
+  (void)rank;
+  return 0;
+}
+
 int runDieEarly(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, nranks, false); }
 int runDieMid(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, nranks, true); }
 
@@ -351,14 +386,20 @@ int workerMain(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
     fprintf(stderr,
-            "usage: %s --scenario=sweep|p2p|die|die-mid|hang --nranks=N --rank=R [--id=HEX] [--watchdog=SECONDS]\n"
+            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|hang --nranks=N --rank=R [--id=HEX|commid]\n"
+            "       [--watchdog=SECONDS]\n"
             "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
             argv[0]);
     return 2;
   }
   g_label = "rank " + std::to_string(a.rank) + " [" + a.scenario + "]";
   ccUniqueId id;
-  if (!decodeHexId(a.idHex, &id))
+  // --id=commid: every rank makes the id itself from COLLCOMM_COMM_ID (the same on all of them; the
+  // rank whose host owns that address starts the root), for ranks the driver cannot reach.
+  if (a.idHex == "commid") {
+    const ccResult_t r = ccGetUniqueId(&id);
+    if (r != ccSuccess) return fail(callFailed("ccGetUniqueId (COLLCOMM_COMM_ID)", r, nullptr));
+  } else if (!decodeHexId(a.idHex, &id))
     return fail("the unique id is not " + std::to_string(2 * sizeof(id.internal)) +
                 " hex digits (pass --id=HEX or CC_MP_UNIQUE_ID)");
   // `hang`: never finishes (no init either), for the driver's check of its own deadline.
@@ -370,15 +411,18 @@ int workerMain(int argc, char** argv) {
                                         : a.scenario == "p2p"     ? runP2p
                                         : a.scenario == "die"     ? runDieEarly
                                         : a.scenario == "die-mid" ? runDieMid
+                                        : a.scenario == "linkdown" ? runLinkDown
                                                                   : nullptr;
-  if (scenario == nullptr) return fail("unknown scenario \"" + a.scenario + "\" (sweep, p2p, die, die-mid or hang)");
+  if (scenario == nullptr)
+    return fail("unknown scenario \"" + a.scenario + "\" (sweep, p2p, die, die-mid, linkdown or hang)");
   // Ends this process with a message if the scenario hangs; the driver's own deadline is later.
   Watchdog dog(a.watchdogSeconds, g_label);
   ccComm_t comm = nullptr;
   ccResult_t r = ccCommInitRank(&comm, a.nranks, id, a.rank);
   if (r != ccSuccess) return fail(callFailed("ccCommInitRank", r, nullptr));
   const int status = scenario(comm, a.rank, a.nranks);
-  if (a.scenario == "die" || a.scenario == "die-mid") return status;  // the communicator was aborted
+  if (a.scenario == "die" || a.scenario == "die-mid" || a.scenario == "linkdown")
+    return status;  // the communicator was aborted
   if (status != 0) {
     ccCommAbort(comm);  // the peers see this rank leave and fail fast instead of timing out
     return status;

@@ -26,7 +26,7 @@ bool processAlive(int pid) {
   return state != 'Z' && state != 'X' && state != 'x';
 }
 
-bool HostPlatform::healthy(const PeerRef& peer, const char* what) {
+bool HostPlatform::healthy(const PeerRef& peer, const char* what, Recheck again) {
   if (!isOk(status_)) return false;
   if (ctx_.abortFlag != nullptr && ctx_.abortFlag->load(std::memory_order_acquire) != 0) {
     status_ = CC_ERROR(Status::kInvalidUsage, "%s on rank %d stopped: the communicator was aborted (ccCommAbort)",
@@ -37,6 +37,7 @@ bool HostPlatform::healthy(const PeerRef& peer, const char* what) {
   if (peer.peerState != nullptr) {
     const uint32_t state = __atomic_load_n(peer.peerState, __ATOMIC_ACQUIRE);
     if (isGone(state)) {
+      if (again.fn(again.arg)) return true;
       const int culprit = goneCulprit(state);
       const GoneReason reason = goneReason(state);
       static const char* const kWhy[] = {"failed", "exited", "timed out", "was aborted"};
@@ -59,6 +60,7 @@ bool HostPlatform::healthy(const PeerRef& peer, const char* what) {
   if (!peer.sameProcess && peer.pid > 0 && now >= nextLivenessCheck_) {
     nextLivenessCheck_ = now + std::chrono::milliseconds(50);
     if (!processAlive(peer.pid)) {
+      if (again.fn(again.arg)) return true;
       status_ = CC_ERROR(Status::kRemoteError,
                          "%s on rank %d failed: rank %d (host %s, pid %d) exited while this rank was waiting for %s",
                          ctx_.opName, ctx_.rank, peer.rank, peer.host, peer.pid, what);

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/deadline.h"
 #include "common/status.h"
@@ -77,10 +78,11 @@ class HostPlatform {
       if (pred()) return true;
       cpuRelax();
     }
+    auto recheck = [](void* p) { return (*static_cast<std::remove_reference_t<Pred>*>(p))(); };
     for (uint32_t i = 0;; ++i) {
       if (pred()) return true;
       sched_yield();
-      if ((i & 7) == 7 && !healthy(peer, what)) return false;
+      if ((i & 7) == 7 && !healthy(peer, what, {recheck, &pred})) return false;
     }
   }
 
@@ -92,7 +94,15 @@ class HostPlatform {
       return true;
     }
     sched_yield();
-    return (i & 7) != 7 || healthy(peer, what);
+    // The caller's next round is the second look at a peer that left (see Recheck).
+    auto oneMoreRound = [](void* self) {
+      auto* plat = static_cast<HostPlatform*>(self);
+      if (plat->graceGiven_ == plat->graceFor_) return false;
+      plat->graceGiven_ = plat->graceFor_;
+      return true;
+    };
+    graceFor_ = peer.peerState;
+    return (i & 7) != 7 || healthy(peer, what, {oneMoreRound, this});
   }
 
   void failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected);
@@ -105,8 +115,17 @@ class HostPlatform {
   const HostWaitContext& context() const { return ctx_; }
 
  private:
+  // A second look at what a wait waits for, taken when the peer has left: a peer leaves (its
+  // PeerState turns gone, its process exits) only after what it published, so once its departure
+  // is seen (acquire) everything it sent is visible, and a wait that is satisfied now is not a
+  // failure. Without it, a peer that sends its last step and then goes away (ccCommDestroy closes
+  // a NET connection) fails a receiver that checked for the step just before it landed.
+  struct Recheck {
+    bool (*fn)(void*);
+    void* arg;
+  };
   // Slow path of every wait: abort, peer gone, peer process dead, deadline.
-  bool healthy(const PeerRef& peer, const char* what);
+  bool healthy(const PeerRef& peer, const char* what, Recheck again);
   void blame(int culprit, GoneReason reason) {
     if (ctx_.failure != nullptr) *ctx_.failure = HostFailure{culprit, reason};
   }
@@ -117,6 +136,9 @@ class HostPlatform {
   const HostWaitContext& ctx_;
   Status status_ = kOk;
   Deadline::Clock::time_point nextLivenessCheck_{};
+  // idle(): the peer whose departure was granted one more round of the caller's polling.
+  const uint32_t* graceFor_ = nullptr;
+  const uint32_t* graceGiven_ = nullptr;
   alignas(64) unsigned char sendStaging_[kMaxLlStepPayload];
   alignas(64) unsigned char recvStaging_[kMaxLlStepPayload];
 };

@@ -174,32 +174,42 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     return kOk;
   }
 
-  // The connection broke: the peer is gone as far as our executor is concerned.
+  // The connection broke: the peer is gone as far as our executor is concerned. Called only at the
+  // end of a progress round, after every request that completed before the break was landed and
+  // published: the release here orders those steps before the departure, so an executor that sees
+  // the peer gone (acquire) also sees every step that arrived (see HostPlatform::healthy).
   bool fail() {
     failed_ = true;
     markGone(isSend_ ? &ctrl_->receiverState : &ctrl_->senderState, goneState(peerRank_, kGoneExited));
     return true;
   }
 
-  // Tests one request; false when not done (or failed: then failed_ is set).
+  // Tests one request; false when not done, or when the connection broke (then broken_ is set and
+  // the round goes on harvesting the requests that did complete; progress() fails at its end).
   bool testDone(void* req, size_t* size) {
     bool done = false;
     if (!isOk(net_->test(req, &done, size))) {
-      fail();
+      broken_ = true;
       return false;
     }
     return done;
   }
 
+  // Ends a progress round: a connection that broke during it fails now, after the harvest.
+  bool endRound(bool moved) { return broken_ ? fail() : moved; }
+
   bool progressSend() {
     bool moved = false;
     const uint32_t stepBytes = static_cast<uint32_t>(layout_.simpleStepBytes);
     const uint64_t tail = loadAcquire(&ctrl_->simpleTail);
-    while (sPosted_ < tail && sPosted_ - sDone_ < kNumSteps) {
+    while (!broken_ && sPosted_ < tail && sPosted_ - sDone_ < kNumSteps) {
       const uint64_t slot = sPosted_ % kNumSteps;
       const size_t bytes = loadRelaxed(&ctrl_->simpleBytes[slot]);
       void* req = nullptr;
-      if (!isOk(net_->isend(comm_, simpleBuf_ + slot * stepBytes, bytes, kTagSimple, nullptr, &req))) return fail();
+      if (!isOk(net_->isend(comm_, simpleBuf_ + slot * stepBytes, bytes, kTagSimple, nullptr, &req))) {
+        broken_ = true;
+        break;
+      }
       if (req == nullptr) break;
       sReq_[slot] = req;
       sPosted_++;
@@ -210,8 +220,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       storeRelease(&ctrl_->simpleHead, sDone_);
       moved = true;
     }
-    if (failed_) return true;
-    while (lPosted_ - lDone_ < kNumSteps) {
+    while (!broken_ && lPosted_ - lDone_ < kNumSteps) {
       const uint64_t slot = lPosted_ % kNumSteps;
       const uint32_t flag = static_cast<uint32_t>(lPosted_ + 1);
       const uint64_t word = loadAcquire(&ctrl_->llBytes[slot]);
@@ -223,7 +232,10 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       if (!complete) break;
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
       void* req = nullptr;
-      if (!isOk(net_->isend(comm_, lines, nLines * sizeof(uint64_t), kTagLl, nullptr, &req))) return fail();
+      if (!isOk(net_->isend(comm_, lines, nLines * sizeof(uint64_t), kTagLl, nullptr, &req))) {
+        broken_ = true;
+        break;
+      }
       if (req == nullptr) break;
       lReq_[slot] = req;
       lPosted_++;
@@ -234,18 +246,17 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       storeRelease(&ctrl_->llHead, lDone_);
       moved = true;
     }
-    if (failed_) return true;
-    if (!stateSent_) {
+    if (!broken_ && !stateSent_) {
       const uint32_t own = __atomic_load_n(&ctrl_->senderState, __ATOMIC_ACQUIRE);
       if (isGone(own)) {
         stateOut_ = own;
-        if (!isOk(net_->isend(comm_, &stateOut_, sizeof(stateOut_), kTagState, nullptr, &stateReq_))) return fail();
+        if (!isOk(net_->isend(comm_, &stateOut_, sizeof(stateOut_), kTagState, nullptr, &stateReq_))) broken_ = true;
         stateSent_ = stateReq_ != nullptr;
         moved = true;
       }
     }
     if (stateReq_ != nullptr && testDone(stateReq_, nullptr)) stateReq_ = nullptr;
-    return moved;
+    return endRound(moved);
   }
 
   bool progressRecv() {
@@ -258,13 +269,16 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     bool moved = false;
     const uint32_t stepBytes = static_cast<uint32_t>(layout_.simpleStepBytes);
     const uint64_t head = loadAcquire(&ctrl_->simpleHead);
-    while (sPosted_ - sDone_ < kNumSteps && sPosted_ < head + kNumSteps) {
+    while (!broken_ && sPosted_ - sDone_ < kNumSteps && sPosted_ < head + kNumSteps) {
       const uint64_t slot = sPosted_ % kNumSteps;
       void* buf = simpleBuf_ + slot * stepBytes;
       const size_t cap = stepBytes;
       const uint32_t tag = kTagSimple;
       void* req = nullptr;
-      if (!isOk(net_->irecv(comm_, 1, &buf, &cap, &tag, nullptr, &req))) return fail();
+      if (!isOk(net_->irecv(comm_, 1, &buf, &cap, &tag, nullptr, &req))) {
+        broken_ = true;
+        break;
+      }
       if (req == nullptr) break;
       sReq_[slot] = req;
       sPosted_++;
@@ -277,15 +291,17 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       storeRelease(&ctrl_->simpleTail, sDone_);
       moved = true;
     }
-    if (failed_) return true;
     const uint64_t llHead = loadAcquire(&ctrl_->llHead);
     const size_t lineBytes = layout_.llStepLines * sizeof(uint64_t);
-    while (lineBytes != 0 && lPosted_ - lDone_ < kNumSteps && lPosted_ < llHead + kNumSteps) {
+    while (!broken_ && lineBytes != 0 && lPosted_ - lDone_ < kNumSteps && lPosted_ < llHead + kNumSteps) {
       const uint64_t slot = lPosted_ % kNumSteps;
       void* buf = llStage_.data() + slot * layout_.llStepLines;
       const uint32_t tag = kTagLl;
       void* req = nullptr;
-      if (!isOk(net_->irecv(comm_, 1, &buf, &lineBytes, &tag, nullptr, &req))) return fail();
+      if (!isOk(net_->irecv(comm_, 1, &buf, &lineBytes, &tag, nullptr, &req))) {
+        broken_ = true;
+        break;
+      }
       if (req == nullptr) break;
       lReq_[slot] = req;
       lPosted_++;
@@ -299,13 +315,12 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       lDone_++;
       moved = true;
     }
-    if (failed_) return true;
     if (stateReq_ != nullptr && testDone(stateReq_, nullptr)) {
       stateReq_ = nullptr;
       if (isGone(stateIn_)) markGone(&ctrl_->senderState, stateIn_);
       moved = true;
     }
-    return moved;
+    return endRound(moved);
   }
 
   const bool isSend_;
@@ -323,6 +338,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   bool connecting_ = false;
   bool registered_ = false;
   std::atomic<bool> failed_{false};
+  bool broken_ = false;  // proxy thread: the connection broke in this round (see testDone)
   uint64_t sPosted_ = 0, sDone_ = 0, lPosted_ = 0, lDone_ = 0;
   void* sReq_[kNumSteps] = {};
   void* lReq_[kNumSteps] = {};
