@@ -31,8 +31,14 @@ ccResult_t ccLaunchDetect(ccLaunchInfo* info);
 /* Gives every process of a launched job the same id: from CCRUN_UNIQUE_ID (ccrun makes it), else
  * rank 0 calls ccGetUniqueId and publishes it in a file that the other ranks poll for up to
  * timeoutSeconds: $COLLCOMM_ID_FILE if set, else a path under /tmp named after the launcher's job
- * id. With COLLCOMM_COMM_ID set, every rank calls ccGetUniqueId (which then needs no exchange). */
+ * id. With COLLCOMM_COMM_ID set, every rank calls ccGetUniqueId (which then needs no exchange).
+ * timeoutSeconds <= 0 means 300. Call it once per communicator, in the same order on every rank. */
 ccResult_t ccLaunchShareId(const ccLaunchInfo* info, ccUniqueId* id, int timeoutSeconds);
+
+/* Where ccLaunchShareId publishes this job's id: writes the path to out and returns 0; returns -1
+ * when the job shares its id another way (ccrun, not launched), its job cannot be named, or outLen
+ * is too small. For messages and tests; COLLCOMM_ID_FILE, when set, is the answer. */
+int ccLaunchIdFilePath(const ccLaunchInfo* info, char* out, size_t outLen);
 
 /* Hex text of an id and back (2*CC_UNIQUE_ID_BYTES characters); decode returns 0 on success. */
 void ccLaunchEncodeId(const ccUniqueId* id, char* out /* 2*CC_UNIQUE_ID_BYTES+1 */);
