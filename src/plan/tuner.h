@@ -11,7 +11,7 @@ namespace collcomm::detail {
 
 struct TunerConfig {
   int forcedProto = -1;        // -1: choose; else a Protocol value (COLLCOMM_PROTO)
-  size_t llThreshold = 16384;  // largest message, in bytes, sent with LL (COLLCOMM_LL_THRESHOLD)
+  size_t llThreshold = 256;  // largest message, in bytes, sent with LL (COLLCOMM_LL_THRESHOLD)
 };
 
 struct CollPlan {
