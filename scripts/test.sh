@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Quick start, tests (and what CI runs): install what is needed, build, run the whole suite; then
-# the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer; then compile every CUDA
-# kernel for the supported architectures (nothing runs them here: there is no GPU).
-# SKIP_SANITIZERS=1 or SKIP_CUDA=1 leave those stages out (for a quick local run).
+# the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer; compile every CUDA
+# kernel for the supported architectures (nothing runs them here: there is no GPU); and
+# fuzz the topology loader briefly. SKIP_SANITIZERS=1, SKIP_FUZZ=1 or SKIP_CUDA=1 leave those
+# stages out (for a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -16,6 +17,15 @@ if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
   BUILD_DIR=build-asan BUILD_TYPE=Debug bash scripts/build.sh -DCOLLCOMM_CUDA=OFF -DCOLLCOMM_SANITIZE=address,undefined
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 900
+fi
+
+if [ "${SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== fuzz the topology XML loader for ${FUZZ_SECONDS:-30} s (libFuzzer, clang)"
+  cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang >/dev/null
+  ninja -C build-fuzz
+  mkdir -p build-fuzz/corpus
+  build-fuzz/topo_xml_fuzz -max_total_time="${FUZZ_SECONDS:-30}" -print_final_stats=1 build-fuzz/corpus \
+    tests/fixtures/topologies 2>&1 | tail -n 15
 fi
 
 if [ "${SKIP_CUDA:-0}" != 1 ]; then
