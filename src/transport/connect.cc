@@ -2,6 +2,7 @@
 #include "transport/connect.h"
 
 #include <cstring>
+#include <vector>
 
 namespace collcomm::detail {
 namespace {
@@ -39,7 +40,9 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
   const PeerInfo& me = peers[self];
   const ConnSetup setup{{secret[0], secret[1]}, deadline};
   // 1. Receivers create FIFOs and describe them.
-  for (ConnectRequest& r : requests) {
+  std::vector<const TransportOps*> chosen(requests.size(), nullptr);  // per receiving request
+  for (size_t k = 0; k < requests.size(); ++k) {
+    ConnectRequest& r = requests[k];
     if (r.isSend) continue;
     const PeerInfo& peer = peers[r.peer];
     uint32_t index = 0;
@@ -56,6 +59,7 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
     bindFifo(*r.recv, (*r.mem)->base(), r.layout);
     bindPeer(*r.recv, me, peer, false);
     *r.transportName = t->name;
+    chosen[k] = t;
     CC_CHECK(bootstrap.send(r.peer, r.tag, &desc, sizeof(desc), deadline));
   }
   // 2. Senders attach and acknowledge.
@@ -79,15 +83,12 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
     CC_CHECK(bootstrap.send(r.peer, r.tag | kAckTagBit, &ack, sizeof(ack), deadline));
   }
   // 3. Receivers learn that their senders hold the FIFO.
-  for (ConnectRequest& r : requests) {
+  for (size_t k = 0; k < requests.size(); ++k) {
+    ConnectRequest& r = requests[k];
     if (r.isSend) continue;
     uint8_t ack = 0;
     CC_CHECK(bootstrap.recv(r.peer, r.tag | kAckTagBit, &ack, sizeof(ack), deadline));
-    int count = 0;
-    const TransportOps* const* table = transportTable(&count);
-    for (int i = 0; i < count; ++i)
-      if (strcmp(table[i]->name, *r.transportName) == 0 && table[i]->senderAttached != nullptr)
-        CC_CHECK(table[i]->senderAttached(**r.mem, peers[r.peer], setup));
+    if (chosen[k]->senderAttached != nullptr) CC_CHECK(chosen[k]->senderAttached(**r.mem, peers[r.peer], setup));
   }
   return kOk;
 }

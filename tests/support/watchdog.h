@@ -2,11 +2,13 @@
 // guards has not finished in time. Every multi-rank test holds one.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -43,5 +45,12 @@ class Watchdog {
   bool done_ = false;
   std::thread thread_;
 };
+
+// Runs body() under a Watchdog named after the current test.
+inline void runWithWatchdog(int seconds, const std::function<void()>& body) {
+  const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  Watchdog dog(seconds, t != nullptr ? std::string(t->test_suite_name()) + "." + t->name() : "test");
+  body();
+}
 
 }  // namespace collcomm::test

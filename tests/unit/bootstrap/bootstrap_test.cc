@@ -19,12 +19,12 @@
 
 #include "bootstrap/socket.h"
 #include "bootstrap/wire.h"
-#include "unit/bootstrap/watchdog.h"
+#include "support/watchdog.h"
 
 namespace collcomm::detail {
 namespace {
 
-using collcomm::testing::runWithWatchdog;
+using collcomm::test::runWithWatchdog;
 using Clock = std::chrono::steady_clock;
 
 constexpr double kJobSeconds = 10;  // every init/op deadline in a passing job

@@ -11,12 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "unit/bootstrap/watchdog.h"
+#include "support/watchdog.h"
 
 namespace collcomm::detail {
 namespace {
 
-using collcomm::testing::runWithWatchdog;
+using collcomm::test::runWithWatchdog;
 
 SocketAddress addr(const std::string& text) {
   SocketAddress a;
