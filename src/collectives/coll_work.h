@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "collectives/coll_list.h"
 #include "common/host_device.h"
 #include "device/fifo.h"
 
@@ -21,6 +22,7 @@ struct RingWork {
   size_t partCount;
   // Elements each rank handles per pipeline round (a multiple of the protocol's step).
   size_t chunkElems;
+  Algorithm algo;      // AllReduce: Ring or OneShot (two ranks); the others are rings
   int root;            // Broadcast/Reduce: the root's rank
   int nranks;
   int ringPos;         // this rank's position on the ring

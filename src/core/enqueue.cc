@@ -135,8 +135,8 @@ Status runCollective(ccComm* comm, const Op& op) {
                                               ? static_cast<size_t>(comm->nranks)
                                               : 1);
   const CollPlan plan = planCollective(comm->tuner, op.kind, bytes, comm->nranks, static_cast<int>(comm->channels.size()));
-  CC_INFO(kSubsysTuning, "%s rank %d: %zu bytes, %s, algorithm Ring, protocol %s, %d channel(s)", collName(op.kind),
-          comm->rank, bytes, dtypeName(op.dtype), protocolName(plan.proto), plan.nChannels);
+  CC_INFO(kSubsysTuning, "%s rank %d: %zu bytes, %s, algorithm %s, protocol %s, %d channel(s)", collName(op.kind),
+          comm->rank, bytes, dtypeName(op.dtype), algorithmName(plan.algo), protocolName(plan.proto), plan.nChannels);
   HostChannel channels[64];
   for (int c = 0; c < plan.nChannels; ++c) {
     Channel& ch = comm->channels[c];
@@ -152,11 +152,13 @@ Status runCollective(ccComm* comm, const Op& op) {
   args.root = op.root;
   args.nranks = comm->nranks;
   args.proto = plan.proto;
+  args.algo = plan.algo;
   args.nChannels = plan.nChannels;
   args.channels = channels;
   HostFailure failure;
   HostWaitContext ctx = comm->waitContext(collName(op.kind));
   ctx.failure = &failure;
+  ctx.streamResults = plan.streamResults;
   const Status s = hostRunCollective(args, ctx);
   return failOp(comm, s, failure);
 }

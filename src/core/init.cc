@@ -131,6 +131,10 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
   CC_CHECK(Bootstrap::init(id, rank, nranks, deadline, &comm->bootstrap));
   CC_CHECK(exchangePeerInfo(comm.get(), deadline));
   for (const PeerInfo& p : comm->peers) comm->hostNames.push_back(p.host);
+  if (!paramIsSet(Param::kSpinCount) && hostOversubscribed(comm->peers, rank)) {
+    comm->spinCount = 0;
+    CC_INFO(kSubsysInit, "rank %d: more ranks on this host than CPUs to run them; waits yield at once", rank);
+  }
   CC_CHECK(connectRings(comm.get(), config.minChannels, deadline));
   logSummary(comm.get());
   *out = comm.release();

@@ -1,6 +1,7 @@
 // Host and process identity for transport selection.
 #include "core/peer_info.h"
 
+#include <sched.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -65,7 +66,27 @@ PeerInfo localPeerInfo(int rank, int device) {
     snprintf(info.host, sizeof(info.host), "%s", id.c_str());
   else
     gethostname(info.host, sizeof(info.host) - 1);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < 1024 && cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) info.cpuMask[cpu / 64] |= uint64_t{1} << (cpu % 64);
+  }
   return info;
+}
+
+bool hostOversubscribed(const std::vector<PeerInfo>& peers, int rank) {
+  uint64_t cpus[16] = {};
+  int localRanks = 0;
+  for (const PeerInfo& p : peers) {
+    if (p.hostHash != peers[rank].hostHash) continue;
+    ++localRanks;
+    for (int w = 0; w < 16; ++w) cpus[w] |= p.cpuMask[w];
+  }
+  int distinctCpus = 0;
+  for (uint64_t w : cpus) distinctCpus += __builtin_popcountll(w);
+  // A mask we could not read (all zero) says nothing: assume a core each.
+  return distinctCpus > 0 && localRanks > distinctCpus;
 }
 
 }  // namespace collcomm::detail

@@ -1,6 +1,8 @@
 // What this process tells its peers about itself at init.
 #pragma once
 
+#include <vector>
+
 #include "transport/transport.h"
 
 namespace collcomm::detail {
@@ -10,5 +12,9 @@ uint64_t localHostHash();
 // Random per process; a forked child gets a new one.
 uint64_t localProcessToken();
 PeerInfo localPeerInfo(int rank, int device);
+// True when rank's host runs more ranks than the CPUs their threads may use between them: waiting
+// ranks must then give their core away at once instead of spinning (a spinning waiter holds the
+// core the rank it waits for needs).
+bool hostOversubscribed(const std::vector<PeerInfo>& peers, int rank);
 
 }  // namespace collcomm::detail

@@ -87,6 +87,10 @@ struct SendConn {
   uint32_t llStepLines = 0;
   uint64_t simpleStep = 0;
   uint64_t llStep = 0;
+  // The receiver's head words as last read: the sender reads the shared line (a cache miss, as
+  // the receiver writes it every step) only when these say the FIFO may be full.
+  uint64_t simpleHeadSeen = 0;
+  uint64_t llHeadSeen = 0;
   PeerRef peer;
 };
 

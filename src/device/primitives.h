@@ -80,8 +80,19 @@ class Primitives {
     const T* src1 = kRecv ? src : nullptr;
     T* dst0 = dst != nullptr ? dst : out;
     T* dst1 = dst != nullptr ? out : nullptr;
-    reduceCopy(fn_, plat_.tid(), plat_.nthreads(), len, src0, pre0 && src0 != nullptr, src1, src1 != nullptr, dst0,
-               dst1, post);
+    bool done = false;
+    if constexpr (requires { plat_.streamsResults(); }) {
+      // A platform that can write results past the cache (host: large operations) does so for
+      // the user's buffer, unless the result overwrites the source just read (in place: the line
+      // is cached already); the FIFO slot the next rank reads stays cached.
+      if (dst != nullptr && dst != src && plat_.streamsResults()) {
+        plat_.reduceCopyStreaming(fn_, len, src0, pre0 && src0 != nullptr, src1, src1 != nullptr, dst0, dst1, post);
+        done = true;
+      }
+    }
+    if (!done)
+      reduceCopy(fn_, plat_.tid(), plat_.nthreads(), len, src0, pre0 && src0 != nullptr, src1, src1 != nullptr, dst0,
+                 dst1, post);
     if (kRecv) Proto::releaseRecv(plat_, *recv_);
     if (kSend) Proto::postSend(plat_, *send_, out, len * sizeof(T));
   }

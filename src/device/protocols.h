@@ -30,9 +30,12 @@ struct ProtoSimple {
   template <class Platform>
   CC_HD static void* acquireSend(Platform& plat, SendConn& c) {
     const uint64_t step = c.simpleStep;
-    const uint64_t* head = &c.ctrl->simpleHead;
-    if (!plat.waitUntil([&] { return plat.loadAcquire(head) + kNumSteps > step; }, c.peer, "buffer space"))
-      return nullptr;
+    if (c.simpleHeadSeen + kNumSteps <= step) {
+      const uint64_t* head = &c.ctrl->simpleHead;
+      if (!plat.waitUntil([&] { return (c.simpleHeadSeen = plat.loadAcquire(head)) + kNumSteps > step; }, c.peer,
+                          "buffer space"))
+        return nullptr;
+    }
     return c.simpleBuf + (step % kNumSteps) * c.simpleStepBytes;
   }
 
@@ -79,9 +82,12 @@ struct ProtoLL {
   template <class Platform>
   CC_HD static void* acquireSend(Platform& plat, SendConn& c) {
     const uint64_t step = c.llStep;
-    const uint64_t* head = &c.ctrl->llHead;
-    if (!plat.waitUntil([&] { return plat.loadAcquire(head) + kNumSteps > step; }, c.peer, "buffer space"))
-      return nullptr;
+    if (c.llHeadSeen + kNumSteps <= step) {
+      const uint64_t* head = &c.ctrl->llHead;
+      if (!plat.waitUntil([&] { return (c.llHeadSeen = plat.loadAcquire(head)) + kNumSteps > step; }, c.peer,
+                          "buffer space"))
+        return nullptr;
+    }
     return plat.sendStaging();
   }
 

@@ -25,17 +25,34 @@ Status loadTunerConfig(TunerConfig* out) {
                       proto.c_str());
   }
   const std::string algo = paramStr(Param::kAlgo);
-  if (!algo.empty() && strcasecmp(algo.c_str(), "Ring") != 0)
-    return CC_ERROR(Status::kInvalidArgument, "COLLCOMM_ALGO=%s is not an algorithm this build has (use Ring)",
-                    algo.c_str());
+  if (!algo.empty()) {
+    if (strcasecmp(algo.c_str(), "Ring") == 0)
+      cfg.forcedAlgo = static_cast<int>(Algorithm::kRing);
+    else if (strcasecmp(algo.c_str(), "OneShot") == 0)
+      cfg.forcedAlgo = static_cast<int>(Algorithm::kOneShot);
+    else
+      return CC_ERROR(Status::kInvalidArgument,
+                      "COLLCOMM_ALGO=%s is not an algorithm this build has (use Ring or OneShot)", algo.c_str());
+  }
+  const int64_t oneShot = paramInt(Param::kOneshotThreshold);
+  if (oneShot >= 0) cfg.oneShotThreshold = static_cast<size_t>(oneShot);
   const int64_t threshold = paramInt(Param::kLlThreshold);
   if (threshold >= 0) cfg.llThreshold = static_cast<size_t>(threshold);
+  const int64_t stream = paramInt(Param::kStreamThreshold);
+  if (stream >= 0) cfg.streamThreshold = static_cast<size_t>(stream);
   *out = cfg;
   return kOk;
 }
 
-CollPlan planCollective(const TunerConfig& cfg, CollKind, size_t bytes, int, int nChannels) {
-  CollPlan plan{Protocol::kSimple, nChannels};
+CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels) {
+  CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= cfg.streamThreshold};
+  // OneShot exists for two-rank AllReduce; a forced OneShot leaves the rest on rings.
+  if (kind == CollKind::kAllReduce && nranks == 2) {
+    if (cfg.forcedAlgo >= 0)
+      plan.algo = static_cast<Algorithm>(cfg.forcedAlgo);
+    else if (bytes <= cfg.oneShotThreshold)
+      plan.algo = Algorithm::kOneShot;
+  }
   if (cfg.forcedProto >= 0)
     plan.proto = static_cast<Protocol>(cfg.forcedProto);
   else if (bytes <= cfg.llThreshold)

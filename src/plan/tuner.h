@@ -11,15 +11,23 @@ namespace collcomm::detail {
 
 struct TunerConfig {
   int forcedProto = -1;        // -1: choose; else a Protocol value (COLLCOMM_PROTO)
+  int forcedAlgo = -1;         // -1: choose; else an Algorithm value (COLLCOMM_ALGO)
+  // Largest two-rank AllReduce, in bytes, run one-shot (COLLCOMM_ONESHOT_THRESHOLD).
+  size_t oneShotThreshold = size_t{64} << 10;
   size_t llThreshold = 256;  // largest message, in bytes, sent with LL (COLLCOMM_LL_THRESHOLD)
+  // Smallest message, in bytes, whose results go to the user's buffer by streaming stores
+  // (COLLCOMM_STREAM_THRESHOLD); below it the result stays in cache for the caller.
+  size_t streamThreshold = size_t{4} << 20;
 };
 
 struct CollPlan {
   Protocol proto;
+  Algorithm algo;
   int nChannels;
+  bool streamResults;  // host: write results with streaming stores
 };
 
-// Reads COLLCOMM_PROTO / COLLCOMM_ALGO / COLLCOMM_LL_THRESHOLD; rejects unknown names.
+// Reads COLLCOMM_PROTO / COLLCOMM_ALGO and the thresholds; rejects unknown names.
 Status loadTunerConfig(TunerConfig* out);
 
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels);

@@ -23,6 +23,7 @@ struct PeerInfo {
   uint64_t processToken;  // same value <=> same process
   int device;
   char host[64];
+  uint64_t cpuMask[16];   // the CPUs the rank's thread may run on at init (first 1024)
 };
 
 // Opaque description of a FIFO, made by the receiving side's transport.

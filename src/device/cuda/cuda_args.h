@@ -70,6 +70,7 @@ struct CudaCollArgs {
   RedOpKind opKind;  // ignored by Broadcast/AllGather
   uint64_t opArg;    // the functor's argument (op_arg.h)
   Protocol proto;
+  Algorithm algo = Algorithm::kRing;  // AllReduce: Ring or OneShot (two ranks)
   const void* sendbuff;
   void* recvbuff;
   size_t count;

@@ -7,7 +7,7 @@
 
 #include "collectives/coll_work.h"
 #include "collectives/ring_all_gather.h"
-#include "collectives/ring_all_reduce.h"
+#include "collectives/one_shot_all_reduce.h"
 #include "collectives/ring_broadcast.h"
 #include "collectives/ring_reduce.h"
 #include "collectives/ring_reduce_scatter.h"
@@ -24,7 +24,7 @@ namespace collcomm::detail {
 // template arguments). RingAlgoOf<K>::Type is void for collectives without a ring kernel.
 struct AllReduceRing {
   template <class T, class Prims>
-  __device__ static void run(Prims& prims, const RingWork& w) { ringAllReduce<T>(prims, w); }
+  __device__ static void run(Prims& prims, const RingWork& w) { allReduce<T>(prims, w); }
 };
 struct ReduceRing {
   template <class T, class Prims>
@@ -61,6 +61,7 @@ __device__ inline RingWork cudaChannelWork(const CudaCollArgs& a, int c) {
   w.recvbuff = a.recvbuff;
   w.count = a.count;
   channelPart(a.count, a.nChannels, c, &w.partOffset, &w.partCount);
+  w.algo = a.algo;
   w.root = a.root;
   w.nranks = a.nranks;
   w.ringPos = a.channels[c].ringPos;

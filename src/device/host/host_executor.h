@@ -33,6 +33,7 @@ struct HostCollArgs {
   int root;
   int nranks;
   Protocol proto;
+  Algorithm algo;
   int nChannels;
   const HostChannel* channels;
 };

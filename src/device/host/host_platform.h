@@ -24,6 +24,7 @@
 #include "common/deadline.h"
 #include "common/status.h"
 #include "device/fifo.h"
+#include "device/host/stream_store.h"
 
 namespace collcomm::detail {
 
@@ -40,6 +41,7 @@ struct HostWaitContext {
   Deadline deadline;
   int timeoutSeconds = 0;
   int spinCount = 2000;
+  bool streamResults = false;  // write results to user buffers with streaming stores (plan choice)
   const char* opName = "operation";
   int rank = -1;
   int nranks = 0;
@@ -67,6 +69,14 @@ class HostPlatform {
   static uint64_t loadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
   static void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
   static void storeRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+
+  // Results the primitives store into the user's buffers bypass the cache (stream_store.h).
+  bool streamsResults() const { return ctx_.streamResults; }
+  template <class Fn, class T>
+  void reduceCopyStreaming(const Fn& fn, size_t n, const T* src0, bool pre0, const T* src1, bool pre1, T* dst0,
+                           T* dst1, bool post) {
+    collcomm::detail::reduceCopyStreaming(fn, n, src0, pre0, src1, pre1, dst0, dst1, post);
+  }
 
   void* sendStaging() { return sendStaging_; }
   void* recvStaging() { return recvStaging_; }
@@ -103,6 +113,15 @@ class HostPlatform {
     };
     graceFor_ = peer.peerState;
     return (i & 7) != 7 || healthy(peer, what, {oneMoreRound, this});
+  }
+
+  // Before an operation: false (failure recorded) when the peer has already left. A waiting rank
+  // notices a departure only when it has to wait; without this a rank whose peer failed the
+  // previous operation could finish on what the peer sent before it left (one-shot algorithms
+  // send everything up front), while the peer reported the failure.
+  bool peerPresent(const PeerRef& peer, const char* what) {
+    if (peer.peerState == nullptr || !isGone(__atomic_load_n(peer.peerState, __ATOMIC_ACQUIRE))) return true;
+    return healthy(peer, what, {[](void*) { return false; }, nullptr});
   }
 
   void failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected);

@@ -30,6 +30,11 @@ Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
   HostPlatform plat(ctx);
   for (int c = 0; c < a.nChannels; ++c) {
     const HostChannel& ch = a.channels[c];
+    if (!plat.peerPresent(ch.recv->peer, "data") || !plat.peerPresent(ch.send->peer, "buffer space"))
+      return plat.status();
+  }
+  for (int c = 0; c < a.nChannels; ++c) {
+    const HostChannel& ch = a.channels[c];
     Primitives<T, Fn, Proto, HostPlatform> prims(plat, fn, ch.send, ch.recv);
     RingWork w{};
     w.sendbuff = a.sendbuff;
@@ -37,6 +42,7 @@ Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
     w.count = a.count;
     channelPart(a.count, a.nChannels, c, &w.partOffset, &w.partCount);
     w.chunkElems = prims.stepElems() * kChunkSteps;
+    w.algo = a.algo;
     w.root = a.root;
     w.nranks = a.nranks;
     w.ringPos = ch.ringPos;

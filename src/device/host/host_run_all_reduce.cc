@@ -1,5 +1,5 @@
-// Host instantiations of ring AllReduce for every data type, reduction and protocol.
-#include "collectives/ring_all_reduce.h"
+// Host instantiations of AllReduce (ring and one-shot) for every data type, reduction and protocol.
+#include "collectives/one_shot_all_reduce.h"
 #include "device/host/host_ring_runner.h"
 
 namespace collcomm::detail {
@@ -7,7 +7,7 @@ namespace {
 struct AllReduceAlgo {
   template <class T, class Prims>
   static void run(Prims& prims, const RingWork& w) {
-    ringAllReduce<T>(prims, w);
+    allReduce<T>(prims, w);
   }
 };
 }  // namespace

@@ -17,6 +17,8 @@ struct SweepParam {
   const char* proto;  // COLLCOMM_PROTO, "" for the planner's choice
   bool shm;           // COLLCOMM_P2P_DISABLE=1
   bool net = false;   // and COLLCOMM_SHM_DISABLE=1: every byte crosses sockets
+  const char* algo = "";      // COLLCOMM_ALGO
+  bool streamAll = false;     // COLLCOMM_STREAM_THRESHOLD=0: every result by streaming stores
 };
 
 class ThreadSweep : public ::testing::TestWithParam<SweepParam> {};
@@ -28,10 +30,14 @@ TEST_P(ThreadSweep, EveryCollectiveExact) {
   setenv("COLLCOMM_P2P_DISABLE", p.shm || p.net ? "1" : "0", 1);
   setenv("COLLCOMM_SHM_DISABLE", p.net ? "1" : "0", 1);
   setenv("COLLCOMM_TIMEOUT", "60", 1);
+  setenv("COLLCOMM_ALGO", p.algo, 1);
+  setenv("COLLCOMM_STREAM_THRESHOLD", p.streamAll ? "0" : "-1", 1);
   ThreadRanks ranks(p.nranks);
   unsetenv("COLLCOMM_PROTO");
   unsetenv("COLLCOMM_P2P_DISABLE");
   unsetenv("COLLCOMM_SHM_DISABLE");
+  unsetenv("COLLCOMM_ALGO");
+  unsetenv("COLLCOMM_STREAM_THRESHOLD");
   ASSERT_EQ(ranks.initResult(), ccSuccess) << ccGetLastError(nullptr);
   const auto cases = conformanceCases(p.nranks, p.proto[0] == '\0' && p.nranks <= 4);
   ranks.run([&](int rank, ccComm_t comm) {
@@ -54,11 +60,21 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
                                            SweepParam{3, "LL", false}, SweepParam{4, "Simple", true},
                                            SweepParam{3, "LL", true}, SweepParam{2, "", false, true},
                                            SweepParam{3, "", false, true}, SweepParam{4, "Simple", false, true},
-                                           SweepParam{3, "LL", false, true}, SweepParam{5, "", false, true}),
+                                           SweepParam{3, "LL", false, true}, SweepParam{5, "", false, true},
+                                           // One-shot AllReduce on two ranks (and its ring fallback on
+                                           // three), results by streaming stores.
+                                           SweepParam{2, "", false, false, "OneShot"},
+                                           SweepParam{2, "LL", false, false, "OneShot"},
+                                           SweepParam{2, "", true, false, "OneShot"},
+                                           SweepParam{3, "", false, false, "OneShot"},
+                                           SweepParam{2, "", false, false, "Ring", true},
+                                           SweepParam{3, "Simple", true, false, "", true}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
-                                  (info.param.shm ? "_shm" : "") + (info.param.net ? "_net" : "");
+                                  (info.param.shm ? "_shm" : "") + (info.param.net ? "_net" : "") +
+                                  (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
+                                  (info.param.streamAll ? "_stream" : "");
                          });
 
 }  // namespace

@@ -1,0 +1,78 @@
+// The planner's per-operation choices (plan/tuner.h) and the oversubscription rule that sets how
+// host waits spin (core/peer_info.h).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "core/peer_info.h"
+#include "plan/tuner.h"
+
+namespace collcomm::detail {
+namespace {
+
+TunerConfig loaded() {
+  TunerConfig cfg;
+  EXPECT_EQ(loadTunerConfig(&cfg), kOk);
+  return cfg;
+}
+
+TEST(Planner, DefaultsByKindSizeAndRanks) {
+  const TunerConfig cfg = loaded();
+  // Two-rank AllReduce: one-shot up to the threshold, ring above; LL only for the smallest.
+  CollPlan p = planCollective(cfg, CollKind::kAllReduce, 8, 2, 1);
+  EXPECT_EQ(p.algo, Algorithm::kOneShot);
+  EXPECT_EQ(p.proto, Protocol::kLL);
+  EXPECT_FALSE(p.streamResults);
+  p = planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold + 1, 2, 1);
+  EXPECT_EQ(p.algo, Algorithm::kRing);
+  EXPECT_EQ(p.proto, Protocol::kSimple);
+  // More ranks, or another collective: rings.
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 3, 1).algo, Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kReduceScatter, 8, 2, 1).algo, Algorithm::kRing);
+  // Results stream past the cache from the threshold up.
+  EXPECT_FALSE(planCollective(cfg, CollKind::kAllGather, cfg.streamThreshold - 1, 4, 1).streamResults);
+  EXPECT_TRUE(planCollective(cfg, CollKind::kAllGather, cfg.streamThreshold, 4, 1).streamResults);
+}
+
+TEST(Planner, EnvironmentForcesAndRejects) {
+  setenv("COLLCOMM_ALGO", "oneshot", 1);
+  setenv("COLLCOMM_PROTO", "Simple", 1);
+  setenv("COLLCOMM_STREAM_THRESHOLD", "0", 1);
+  TunerConfig cfg = loaded();
+  CollPlan p = planCollective(cfg, CollKind::kAllReduce, 1 << 30, 2, 1);
+  EXPECT_EQ(p.algo, Algorithm::kOneShot);
+  EXPECT_EQ(p.proto, Protocol::kSimple);
+  EXPECT_TRUE(planCollective(cfg, CollKind::kAllReduce, 4, 2, 1).streamResults);
+  // A forced one-shot leaves what it cannot do on rings.
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 4, 1).algo, Algorithm::kRing);
+  setenv("COLLCOMM_ALGO", "Tree", 1);
+  EXPECT_EQ(loadTunerConfig(&cfg), Status::kInvalidArgument);
+  unsetenv("COLLCOMM_ALGO");
+  unsetenv("COLLCOMM_PROTO");
+  unsetenv("COLLCOMM_STREAM_THRESHOLD");
+}
+
+PeerInfo rankOn(uint64_t host, std::initializer_list<int> cpus) {
+  PeerInfo p{};
+  p.hostHash = host;
+  for (int c : cpus) p.cpuMask[c / 64] |= uint64_t{1} << (c % 64);
+  return p;
+}
+
+TEST(Oversubscription, RanksAgainstTheCpusTheyMayUse) {
+  // Two ranks pinned to two cores: fine. Four unpinned on two: oversubscribed.
+  EXPECT_FALSE(hostOversubscribed({rankOn(1, {0}), rankOn(1, {1})}, 0));
+  EXPECT_TRUE(hostOversubscribed({rankOn(1, {0, 1}), rankOn(1, {0, 1}), rankOn(1, {0, 1}), rankOn(1, {0, 1})}, 2));
+  // Two ranks pinned to the same core share it.
+  EXPECT_TRUE(hostOversubscribed({rankOn(1, {3}), rankOn(1, {3})}, 1));
+  // Ranks on other hosts do not count against this one; CPUs far up the mask count.
+  EXPECT_FALSE(hostOversubscribed({rankOn(1, {0}), rankOn(2, {0}), rankOn(2, {0})}, 0));
+  EXPECT_TRUE(hostOversubscribed({rankOn(1, {0}), rankOn(2, {0}), rankOn(2, {0})}, 1));
+  EXPECT_FALSE(hostOversubscribed({rankOn(1, {1000}), rankOn(1, {700})}, 0));
+  // A mask that could not be read says nothing.
+  EXPECT_FALSE(hostOversubscribed({rankOn(1, {}), rankOn(1, {})}, 0));
+}
+
+}  // namespace
+}  // namespace collcomm::detail
