@@ -6,7 +6,8 @@ using namespace collcomm::detail;
 HostWaitContext ccComm::waitContext(const char* opName) const {
   HostWaitContext ctx;
   ctx.abortFlag = &abortFlag;
-  ctx.deadline = Deadline::afterSeconds(config.timeoutSeconds);
+  // ctx.deadline stays unset: the platform starts the clock when a wait first leaves its spin
+  // phase (reading the clock costs as much as a whole small operation on some machines).
   ctx.timeoutSeconds = config.timeoutSeconds;
   ctx.spinCount = spinCount;
   ctx.opName = opName;

@@ -90,6 +90,7 @@ struct ccComm {
   std::atomic<uint32_t> abortFlag{0};
   std::atomic<int> asyncError{ccSuccess};
   std::atomic<int> busy{0};  // operations in flight (ccCommAbort waits for them to leave)
+  bool usesNet = false;      // some connection is NET: operations wake the proxy thread
   bool finalized = false;
   std::string lastError;
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "common/log.h"
 #include "core/group.h"
@@ -217,6 +218,7 @@ Status connectP2p(ccComm* comm, std::vector<HostP2pOp>& ops, const Deadline& dea
     CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->secret, requests, deadline));
     for (const ConnectRequest& r : requests) {
       (r.isSend ? comm->p2p[r.peer].sendReady : comm->p2p[r.peer].recvReady) = true;
+      comm->usesNet |= *r.transportName == kNetTransport.name;
       CC_INFO(kSubsysP2p, "p2p: rank %d %s rank %d via %s", comm->rank, r.isSend ? "->" : "<-", r.peer,
               *r.transportName);
     }
@@ -229,13 +231,14 @@ Status connectP2p(ccComm* comm, std::vector<HostP2pOp>& ops, const Deadline& dea
   return kOk;
 }
 
-Status runP2pBatch(ccComm* comm, const std::vector<Op>& ops, size_t begin, size_t end) {
+Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
   std::vector<HostP2pOp> transfers;
   for (size_t i = begin; i < end; ++i) expandP2p(comm, ops[i], &transfers);
   const char* name = end - begin == 1 ? collName(ops[begin].kind) : "send/recv group";
   HostFailure failure;
   HostWaitContext ctx = comm->waitContext(name);
   ctx.failure = &failure;
+  ctx.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
   Status s = connectP2p(comm, transfers, ctx.deadline);
   if (isOk(s)) s = hostRunP2p(transfers, comm->rank, ctx);
   return failOp(comm, s, failure);
@@ -273,17 +276,20 @@ Status enqueue(ccComm* comm, const Op& op, ccStream_t stream) {
     groupQueue(comm, op);
     return kOk;
   }
-  return runOps(comm, {op});
+  return runOps(comm, &op, 1);
 }
 
-Status runOps(ccComm* comm, const std::vector<Op>& ops) {
-  comm->busy.fetch_add(1);
-  ProxyActivity activity;  // wakes this process's proxy thread (NET) for the operations' duration
+Status runOps(ccComm* comm, const Op* ops, size_t nOps) {
+  // Wakes this process's proxy thread for the operations' duration when NET is in use. A p2p
+  // batch that makes its first NET connection wakes it itself (the proxy takes new clients).
+  std::optional<ProxyActivity> activity;
+  if (comm->usesNet) activity.emplace();
   Status s = kOk;
-  for (size_t i = 0; i < ops.size() && isOk(s);) {
+  for (size_t i = 0; i < nOps && isOk(s);) {
     if (isP2pKind(ops[i].kind)) {
+      if (!activity) activity.emplace();  // the batch may connect over NET
       size_t j = i;
-      while (j < ops.size() && isP2pKind(ops[j].kind)) ++j;
+      while (j < nOps && isP2pKind(ops[j].kind)) ++j;
       s = runP2pBatch(comm, ops, i, j);
       i = j;
     } else {
@@ -291,7 +297,6 @@ Status runOps(ccComm* comm, const std::vector<Op>& ops) {
       ++i;
     }
   }
-  comm->busy.fetch_sub(1);
   return s;
 }
 

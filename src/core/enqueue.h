@@ -42,7 +42,8 @@ Status checkComm(const ccComm* comm);
 Status enqueue(ccComm* comm, const Op& op, ccStream_t stream);
 
 // Runs queued operations in order on the calling thread; consecutive point-to-point operations
-// (Send, Recv, AlltoAll, Gather, Scatter) progress together as one batch.
-Status runOps(ccComm* comm, const std::vector<Op>& ops);
+// (Send, Recv, AlltoAll, Gather, Scatter) progress together as one batch. The caller keeps the
+// communicator marked busy (ApiScope, or the group job).
+Status runOps(ccComm* comm, const Op* ops, size_t nOps);
 
 }  // namespace collcomm::detail

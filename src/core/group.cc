@@ -68,7 +68,9 @@ Status groupEnd() {
   std::vector<std::function<Status()>> jobs = std::move(deferred);
   for (auto& [comm, ops] : queues) {
     jobs.push_back([comm = comm, ops = std::move(ops)] {
-      Status s = runOps(comm, ops);
+      comm->busy.fetch_add(1);  // ccCommAbort waits for it (no ApiScope holds this comm here)
+      Status s = runOps(comm, ops.data(), ops.size());
+      comm->busy.fetch_sub(1);
       if (!isOk(s)) comm->lastError = threadLastError();
       return s;
     });

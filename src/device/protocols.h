@@ -118,6 +118,15 @@ struct ProtoLL {
     const uint64_t* lines = c.llBuf + (c.llStep % kNumSteps) * c.llStepLines;
     unsigned char* dst = static_cast<unsigned char*>(plat.recvStaging());
     const size_t nLines = (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine;
+    // Wait for the step's last line before reading the others: polling a line while the sender
+    // is still writing its neighbours in the same cache line pulls that cache line back and forth
+    // once per store. Once the last line is there the others usually are too (stores become
+    // visible in order on x86); each is still checked below, so no ordering is assumed.
+    if (nLines > 1) {
+      const uint64_t* last = &lines[nLines - 1];
+      if (!plat.waitUntil([&] { return static_cast<uint32_t>(plat.loadRelaxed(last) >> 32) == flag; }, c.peer, "data"))
+        return nullptr;
+    }
     for (size_t i = plat.tid(); i < nLines; i += plat.nthreads()) {
       uint64_t line;
       if (!plat.waitUntil([&] { line = plat.loadRelaxed(&lines[i]); return static_cast<uint32_t>(line >> 32) == flag; },

@@ -14,7 +14,11 @@ using P = HostPlatform;
 bool pumpSend(HostP2pOp& op) {
   SendConn& c = *op.send;
   bool moved = false;
-  while (op.done < op.bytes && P::loadAcquire(&c.ctrl->simpleHead) + kNumSteps > c.simpleStep) {
+  auto roomFor = [&c](uint64_t step) {
+    // The shared head line is read only when the cached value says the FIFO may be full.
+    return c.simpleHeadSeen + kNumSteps > step || (c.simpleHeadSeen = P::loadAcquire(&c.ctrl->simpleHead)) + kNumSteps > step;
+  };
+  while (op.done < op.bytes && roomFor(c.simpleStep)) {
     const size_t len = op.bytes - op.done < c.simpleStepBytes ? op.bytes - op.done : c.simpleStepBytes;
     const uint64_t slot = c.simpleStep % kNumSteps;
     memcpy(c.simpleBuf + slot * c.simpleStepBytes, static_cast<const char*>(op.buf) + op.done, len);

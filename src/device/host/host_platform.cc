@@ -68,7 +68,13 @@ bool HostPlatform::healthy(const PeerRef& peer, const char* what, Recheck again)
       return false;
     }
   }
-  if (now >= ctx_.deadline.at()) {
+  if (!deadlineStarted_) {
+    deadlineStarted_ = true;
+    deadline_ = ctx_.deadline.at() != Deadline::Clock::time_point::max() || ctx_.timeoutSeconds <= 0
+                    ? ctx_.deadline.at()
+                    : Deadline::afterSeconds(ctx_.timeoutSeconds).at();
+  }
+  if (now >= deadline_) {
     status_ = CC_ERROR(Status::kTimeout,
                        "%s on rank %d timed out after %d s waiting for %s from rank %d (host %s); "
                        "raise COLLCOMM_TIMEOUT if the peer is just slow, or check that every rank made the same call",

@@ -38,7 +38,7 @@ struct HostFailure {
 // What a host-executed operation waits under.
 struct HostWaitContext {
   const std::atomic<uint32_t>* abortFlag = nullptr;
-  Deadline deadline;
+  Deadline deadline;      // unset (never): timeoutSeconds from the first slow wait
   int timeoutSeconds = 0;
   int spinCount = 2000;
   bool streamResults = false;  // write results to user buffers with streaming stores (plan choice)
@@ -155,6 +155,10 @@ class HostPlatform {
   const HostWaitContext& ctx_;
   Status status_ = kOk;
   Deadline::Clock::time_point nextLivenessCheck_{};
+  // The operation's deadline: ctx_.deadline when the caller set one, else timeoutSeconds from the
+  // first wait that left its spin phase.
+  bool deadlineStarted_ = false;
+  Deadline::Clock::time_point deadline_{};
   // idle(): the peer whose departure was granted one more round of the caller's polling.
   const uint32_t* graceFor_ = nullptr;
   const uint32_t* graceGiven_ = nullptr;
