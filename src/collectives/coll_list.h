@@ -49,7 +49,8 @@ inline bool collReduces(CollKind k) {
 enum class Protocol : int { kSimple = 0, kLL = 1 };
 inline const char* protocolName(Protocol p) { return p == Protocol::kLL ? "LL" : "Simple"; }
 
-// Ring: every collective. OneShot: AllReduce on two ranks (collectives/one_shot_all_reduce.h).
+// Ring: every collective. OneShot: AllReduce; two ranks over the ring's connections
+// (collectives/one_shot_all_reduce.h), more over per-peer connections (core/enqueue.cc).
 enum class Algorithm : int { kRing = 0, kOneShot = 1 };
 inline const char* algorithmName(Algorithm a) { return a == Algorithm::kOneShot ? "OneShot" : "Ring"; }
 

@@ -6,7 +6,8 @@
 // Both ranks get the same bits: they compute peer (+) own, which for two operands is own (+) peer
 // on the other rank, and every reduction here is commutative bit for bit (IEEE addition and
 // multiplication, min, max, integer arithmetic; pre-ops apply to each input alike, post-ops to the
-// sum). For more ranks the order of operands would differ between ranks, so it is two ranks only.
+// sum). For more ranks the order of operands would differ between ranks here, so more ranks
+// gather every input over per-peer connections and reduce in rank order (core/enqueue.cc).
 //
 // Chunks are sent before they are received, each at most half the FIFO, so both ranks sending at
 // once never wait on each other's space.

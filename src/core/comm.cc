@@ -29,8 +29,9 @@ void ccComm::leaveConnections(int culprit, GoneReason reason) {
     leave(ch.send.peer);
     leave(ch.recv.peer);
   }
-  for (P2pPeer& p : p2p) {
-    if (p.sendReady) leave(p.send.peer);
-    if (p.recvReady) leave(p.recv.peer);
-  }
+  for (auto* peers : {&p2p, &collPeers})
+    for (P2pPeer& p : *peers) {
+      if (p.sendReady) leave(p.send.peer);
+      if (p.recvReady) leave(p.recv.peer);
+    }
 }

@@ -67,6 +67,7 @@ struct UserRedOp {
 struct FifoSizes {
   FifoLayout ring;
   FifoLayout p2p;
+  FifoLayout oneShot;  // per-peer connections of the one-shot AllReduce (small messages only)
 };
 
 }  // namespace collcomm::detail
@@ -80,6 +81,10 @@ struct ccComm {
   std::vector<collcomm::detail::PeerInfo> peers;
   std::vector<collcomm::detail::Channel> channels;
   std::vector<collcomm::detail::P2pPeer> p2p;
+  // Connections of collectives that talk to every peer (one-shot AllReduce on > 2 ranks): apart
+  // from p2p so that a user's ccSend/ccRecv can never be matched with a collective's transfer.
+  std::vector<collcomm::detail::P2pPeer> collPeers;
+  std::vector<char> scratch;  // one-shot AllReduce: every rank's input
   std::vector<collcomm::detail::UserRedOp> userOps;
   collcomm::detail::FifoSizes fifoSizes;
   collcomm::detail::TunerConfig tuner;

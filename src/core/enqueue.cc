@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <optional>
 
 #include "common/log.h"
@@ -16,7 +17,8 @@
 namespace collcomm::detail {
 namespace {
 
-constexpr uint64_t kP2pTagBase = 0x5032500000000000ull;  // "P2P"
+constexpr uint64_t kP2pTagBase = 0x5032500000000000ull;      // "P2P"
+constexpr uint64_t kOneShotTagBase = 0x3153484f54000000ull;  // "1SHOT"
 
 bool isP2pKind(CollKind k) {
   return k == CollKind::kSend || k == CollKind::kRecv || k == CollKind::kAlltoAll || k == CollKind::kGather ||
@@ -130,6 +132,8 @@ Status failOp(ccComm* comm, Status s, const HostFailure& failure) {
   return s;
 }
 
+Status runOneShotAllReduce(ccComm* comm, const Op& op);
+
 Status runCollective(ccComm* comm, const Op& op) {
   const size_t elem = dtypeSize(op.dtype);
   const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
@@ -138,6 +142,7 @@ Status runCollective(ccComm* comm, const Op& op) {
   const CollPlan plan = planCollective(comm->tuner, op.kind, bytes, comm->nranks, static_cast<int>(comm->channels.size()));
   CC_INFO(kSubsysTuning, "%s rank %d: %zu bytes, %s, algorithm %s, protocol %s, %d channel(s)", collName(op.kind),
           comm->rank, bytes, dtypeName(op.dtype), algorithmName(plan.algo), protocolName(plan.proto), plan.nChannels);
+  if (plan.algo == Algorithm::kOneShot && comm->nranks > 2) return runOneShotAllReduce(comm, op);
   HostChannel channels[64];
   for (int c = 0; c < plan.nChannels; ++c) {
     Channel& ch = comm->channels[c];
@@ -195,29 +200,31 @@ void expandP2p(const ccComm* comm, const Op& op, std::vector<HostP2pOp>* out) {
   }
 }
 
-// Connects, in step with the peers, every point-to-point connection the batch needs.
-Status connectP2p(ccComm* comm, std::vector<HostP2pOp>& ops, const Deadline& deadline) {
+// Connects, in step with the peers, every point-to-point connection the batch needs, out of
+// `peers` (comm->p2p for the user's transfers, comm->collPeers for collectives').
+Status connectP2p(ccComm* comm, std::vector<HostP2pOp>& ops, std::vector<P2pPeer>& peers, uint64_t tag,
+                  const FifoLayout& layout, const Deadline& deadline) {
   std::vector<ConnectRequest> requests;
   std::vector<const char*> names(2 * comm->nranks);
   std::vector<bool> wantSend(comm->nranks), wantRecv(comm->nranks);
   for (const HostP2pOp& op : ops) {
     if (op.peer == comm->rank || op.bytes == 0) continue;
-    P2pPeer& p = comm->p2p[op.peer];
+    P2pPeer& p = peers[op.peer];
     if (op.isSend && !p.sendReady && !wantSend[op.peer]) {
       wantSend[op.peer] = true;
-      requests.push_back({op.peer, true, kP2pTagBase, comm->fifoSizes.p2p, &p.send, nullptr, &p.sendMem,
+      requests.push_back({op.peer, true, tag, layout, &p.send, nullptr, &p.sendMem,
                           &names[2 * op.peer]});
     }
     if (!op.isSend && !p.recvReady && !wantRecv[op.peer]) {
       wantRecv[op.peer] = true;
-      requests.push_back({op.peer, false, kP2pTagBase, comm->fifoSizes.p2p, nullptr, &p.recv, &p.recvMem,
+      requests.push_back({op.peer, false, tag, layout, nullptr, &p.recv, &p.recvMem,
                           &names[2 * op.peer + 1]});
     }
   }
   if (!requests.empty()) {
     CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->secret, requests, deadline));
     for (const ConnectRequest& r : requests) {
-      (r.isSend ? comm->p2p[r.peer].sendReady : comm->p2p[r.peer].recvReady) = true;
+      (r.isSend ? peers[r.peer].sendReady : peers[r.peer].recvReady) = true;
       comm->usesNet |= *r.transportName == kNetTransport.name;
       CC_INFO(kSubsysP2p, "p2p: rank %d %s rank %d via %s", comm->rank, r.isSend ? "->" : "<-", r.peer,
               *r.transportName);
@@ -225,8 +232,8 @@ Status connectP2p(ccComm* comm, std::vector<HostP2pOp>& ops, const Deadline& dea
   }
   for (HostP2pOp& op : ops) {
     if (op.peer == comm->rank) continue;
-    op.send = &comm->p2p[op.peer].send;
-    op.recv = &comm->p2p[op.peer].recv;
+    op.send = &peers[op.peer].send;
+    op.recv = &peers[op.peer].recv;
   }
   return kOk;
 }
@@ -239,9 +246,52 @@ Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
   HostWaitContext ctx = comm->waitContext(name);
   ctx.failure = &failure;
   ctx.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
-  Status s = connectP2p(comm, transfers, ctx.deadline);
+  Status s = connectP2p(comm, transfers, comm->p2p, kP2pTagBase, comm->fifoSizes.p2p, ctx.deadline);
   if (isOk(s)) s = hostRunP2p(transfers, comm->rank, ctx);
   return failOp(comm, s, failure);
+}
+
+// One-shot AllReduce on more than two ranks: every rank sends its input to every other (over
+// collPeers, never the user's p2p connections), then reduces all inputs in rank order, so every
+// rank computes the same bits. One hand-off instead of the ring's 2(n-1); the planner uses it
+// for small messages, where the hand-offs are the cost.
+Status runOneShotAllReduce(ccComm* comm, const Op& op) {
+  const int n = comm->nranks;
+  const size_t bytes = op.count * dtypeSize(op.dtype);
+  if (comm->scratch.size() < bytes * n) {
+    try {
+      comm->scratch.resize(bytes * n);
+    } catch (const std::bad_alloc&) {
+      return CC_ERROR(Status::kSystemError,
+                      "AllReduce on rank %d: no memory for the one-shot algorithm's %zu-byte gather buffer; unset "
+                      "COLLCOMM_ALGO=OneShot for messages this large",
+                      comm->rank, bytes * n);
+    }
+  }
+  char* inputs = comm->scratch.data();
+  // In place, this rank's input is overwritten by the first partial result: keep a copy.
+  const void* own = op.sendbuff;
+  if (op.sendbuff == op.recvbuff && bytes != 0) {
+    memcpy(inputs + bytes * comm->rank, op.sendbuff, bytes);
+    own = inputs + bytes * comm->rank;
+  }
+  std::vector<HostP2pOp> transfers;
+  transfers.reserve(2 * (n - 1));
+  for (int p = 0; p < n; ++p) {
+    if (p == comm->rank) continue;
+    transfers.push_back(HostP2pOp{true, p, const_cast<void*>(op.sendbuff), bytes, nullptr, nullptr, 0});
+    transfers.push_back(HostP2pOp{false, p, inputs + bytes * p, bytes, nullptr, nullptr, 0});
+  }
+  HostFailure failure;
+  HostWaitContext ctx = comm->waitContext(collName(op.kind));
+  ctx.failure = &failure;
+  ctx.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
+  Status s = connectP2p(comm, transfers, comm->collPeers, kOneShotTagBase, comm->fifoSizes.oneShot, ctx.deadline);
+  if (isOk(s)) s = hostRunP2p(transfers, comm->rank, ctx);
+  if (!isOk(s)) return failOp(comm, s, failure);
+  std::vector<const void*> srcs(n);
+  for (int p = 0; p < n; ++p) srcs[p] = p == comm->rank ? own : inputs + bytes * p;
+  return hostReduceLocal(HostLocalReduceArgs{srcs.data(), n, op.recvbuff, op.count, op.dtype, opSpec(comm, op)});
 }
 
 }  // namespace

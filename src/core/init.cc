@@ -26,6 +26,8 @@ FifoSizes fifoSizesFromParams() {
   s.ring.llStepLines = std::min(lines, kMaxLlStepPayload / kLlBytesPerLine);
   s.p2p.simpleStepBytes = s.ring.simpleStepBytes;
   s.p2p.llStepLines = 0;
+  s.oneShot.simpleStepBytes = std::min<size_t>(s.ring.simpleStepBytes, 16384);
+  s.oneShot.llStepLines = 0;
   return s;
 }
 
@@ -127,6 +129,7 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
   comm->spinCount = static_cast<int>(std::max<int64_t>(0, paramInt(Param::kSpinCount)));
   comm->fifoSizes = fifoSizesFromParams();
   comm->p2p.resize(nranks);
+  comm->collPeers.resize(nranks);
   comm->secret[0] = id.secret[0];
   comm->secret[1] = id.secret[1];
   CC_CHECK(loadTunerConfig(&comm->tuner));

@@ -46,11 +46,13 @@ Status loadTunerConfig(TunerConfig* out) {
 
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels) {
   CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= cfg.streamThreshold};
-  // OneShot exists for two-rank AllReduce; a forced OneShot leaves the rest on rings.
-  if (kind == CollKind::kAllReduce && nranks == 2) {
+  // OneShot exists for AllReduce; a forced OneShot leaves the other collectives on rings. On more
+  // than two ranks each rank receives (n-1) inputs and reduces them all, so the threshold applies
+  // to what one rank receives.
+  if (kind == CollKind::kAllReduce && nranks >= 2) {
     if (cfg.forcedAlgo >= 0)
       plan.algo = static_cast<Algorithm>(cfg.forcedAlgo);
-    else if (bytes <= cfg.oneShotThreshold)
+    else if (bytes * static_cast<size_t>(nranks - 1) <= cfg.oneShotThreshold)
       plan.algo = Algorithm::kOneShot;
   }
   if (cfg.forcedProto >= 0)

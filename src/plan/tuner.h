@@ -12,7 +12,8 @@ namespace collcomm::detail {
 struct TunerConfig {
   int forcedProto = -1;        // -1: choose; else a Protocol value (COLLCOMM_PROTO)
   int forcedAlgo = -1;         // -1: choose; else an Algorithm value (COLLCOMM_ALGO)
-  // Largest two-rank AllReduce, in bytes, run one-shot (COLLCOMM_ONESHOT_THRESHOLD).
+  // Largest AllReduce run one-shot, in bytes one rank receives: message x (nranks - 1)
+  // (COLLCOMM_ONESHOT_THRESHOLD).
   size_t oneShotThreshold = size_t{64} << 10;
   size_t llThreshold = 256;  // largest message, in bytes, sent with LL (COLLCOMM_LL_THRESHOLD)
   // Smallest message, in bytes, whose results go to the user's buffer by streaming stores

@@ -47,6 +47,18 @@ Status hostRunReduce(const HostCollArgs& args, const HostWaitContext& ctx);
 Status hostRunReduceScatter(const HostCollArgs& args, const HostWaitContext& ctx);
 Status hostRunCopyCollective(const HostCollArgs& args, const HostWaitContext& ctx);
 
+// dst = pre(srcs[0]) (+) pre(srcs[1]) (+) ... in that order, then post: the local half of the
+// one-shot AllReduce on more than two ranks. dst may be srcs[0]; no other overlap.
+struct HostLocalReduceArgs {
+  const void* const* srcs;
+  int nSrcs;
+  void* dst;
+  size_t count;
+  ccDataType_t dtype;
+  RedOpSpec op;
+};
+Status hostReduceLocal(const HostLocalReduceArgs& args);
+
 // One point-to-point transfer of a batch. Transfers to (or from) the same peer complete in order;
 // transfers with different peers progress together, so a batch that both sends to and receives
 // from every peer cannot deadlock. Self transfers pair the i-th send with the i-th receive.

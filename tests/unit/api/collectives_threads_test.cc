@@ -61,12 +61,14 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
                                            SweepParam{3, "LL", true}, SweepParam{2, "", false, true},
                                            SweepParam{3, "", false, true}, SweepParam{4, "Simple", false, true},
                                            SweepParam{3, "LL", false, true}, SweepParam{5, "", false, true},
-                                           // One-shot AllReduce on two ranks (and its ring fallback on
-                                           // three), results by streaming stores.
+                                           // One-shot AllReduce (two ranks over the ring connections,
+                                           // more over per-peer ones), results by streaming stores.
                                            SweepParam{2, "", false, false, "OneShot"},
                                            SweepParam{2, "LL", false, false, "OneShot"},
                                            SweepParam{2, "", true, false, "OneShot"},
                                            SweepParam{3, "", false, false, "OneShot"},
+                                           SweepParam{5, "", true, false, "OneShot"},
+                                           SweepParam{3, "", false, true, "OneShot"},
                                            SweepParam{2, "", false, false, "Ring", true},
                                            SweepParam{3, "Simple", true, false, "", true}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {

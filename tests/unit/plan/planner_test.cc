@@ -27,8 +27,11 @@ TEST(Planner, DefaultsByKindSizeAndRanks) {
   p = planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold + 1, 2, 1);
   EXPECT_EQ(p.algo, Algorithm::kRing);
   EXPECT_EQ(p.proto, Protocol::kSimple);
-  // More ranks, or another collective: rings.
-  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 3, 1).algo, Algorithm::kRing);
+  // More ranks: one-shot while what a rank receives stays under the threshold.
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 3, 1).algo, Algorithm::kOneShot);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold / 3, 4, 1).algo, Algorithm::kOneShot);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold / 3 + 1, 4, 1).algo, Algorithm::kRing);
+  // Other collectives: rings.
   EXPECT_EQ(planCollective(cfg, CollKind::kReduceScatter, 8, 2, 1).algo, Algorithm::kRing);
   // Results stream past the cache from the threshold up.
   EXPECT_FALSE(planCollective(cfg, CollKind::kAllGather, cfg.streamThreshold - 1, 4, 1).streamResults);
@@ -45,7 +48,8 @@ TEST(Planner, EnvironmentForcesAndRejects) {
   EXPECT_EQ(p.proto, Protocol::kSimple);
   EXPECT_TRUE(planCollective(cfg, CollKind::kAllReduce, 4, 2, 1).streamResults);
   // A forced one-shot leaves what it cannot do on rings.
-  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 4, 1).algo, Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 4, 1).algo, Algorithm::kOneShot);
+  EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 8, 2, 1).algo, Algorithm::kRing);
   setenv("COLLCOMM_ALGO", "Tree", 1);
   EXPECT_EQ(loadTunerConfig(&cfg), Status::kInvalidArgument);
   unsetenv("COLLCOMM_ALGO");
