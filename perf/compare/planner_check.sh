@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# planner_check.sh - is the planner's default choice within 10% of the best forced choice?
+#
+#   bash perf/compare/planner_check.sh                  # allreduce, 2 pinned processes, 3 reps
+#   OPS=all_reduce,broadcast RANKS=4 REPS=1 bash perf/compare/planner_check.sh
+#
+# For each op and size it times the default plan and every forced (COLLCOMM_ALGO x COLLCOMM_PROTO)
+# choice, repetitions interleaved, and prints the median time (us, out-of-place column, slowest
+# rank) of each, the best forced choice and default/best. Rows where the default is more than
+# TOLERANCE (1.10) slower than the best are marked "SLOW"; the exit status is 1 if any is.
+#
+# Environment: BUILD_DIR [$REPO/build-compare] (built like compare.sh when missing), OPS
+# [all_reduce], SIZES [8,64,256,1K,4K,16K,64K,256K,1M,4M,16M,64M], RANKS [2] (processes; pinned one
+# per core when RANKS <= cores), REPS [3], TOLERANCE [1.10], OUT_DIR [/tmp/collcomm-planner].
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$REPO/build-compare}"
+OPS="${OPS:-all_reduce}"
+SIZES="${SIZES:-8,64,256,1K,4K,16K,64K,256K,1M,4M,16M,64M}"
+RANKS="${RANKS:-2}"
+REPS="${REPS:-3}"
+TOLERANCE="${TOLERANCE:-1.10}"
+OUT_DIR="${OUT_DIR:-/tmp/collcomm-planner}"
+
+if [[ ! -x "$BUILD_DIR/perf/all_reduce_perf" ]]; then
+  bash "$REPO/scripts/install_deps.sh" >/dev/null || exit 1
+  cmake -S "$REPO" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLCOMM_CUDA=OFF >/dev/null || exit 1
+  cmake --build "$BUILD_DIR" >/dev/null || exit 1
+fi
+mkdir -p "$OUT_DIR/raw"
+BIND=(--bind none)
+(( RANKS <= $(nproc) )) && BIND=(--bind core)
+# name:env pairs; "default" forces nothing.
+CHOICES=("default:" "Ring/Simple:COLLCOMM_ALGO=Ring COLLCOMM_PROTO=Simple" "Ring/LL:COLLCOMM_ALGO=Ring COLLCOMM_PROTO=LL")
+(( RANKS == 2 )) && CHOICES+=("OneShot/Simple:COLLCOMM_ALGO=OneShot COLLCOMM_PROTO=Simple"
+                              "OneShot/LL:COLLCOMM_ALGO=OneShot COLLCOMM_PROTO=LL")
+# Timed iterations: roughly 0.05-0.2 s per run at every size on the 2-vCPU VM.
+iters() {
+  local s="$1" n="${1%[KMG]}"
+  case "$s" in
+    *G) echo 5 ;;
+    *M) (( n >= 16 )) && echo 30 || echo 300 ;;
+    *K) (( n >= 256 )) && echo 1000 || echo 20000 ;;
+    *) echo 50000 ;;
+  esac
+}
+TSV="$OUT_DIR/times.tsv"
+: >"$TSV"
+failed=0
+for rep in $(seq 1 "$REPS"); do
+  for op in ${OPS//,/ }; do
+    for size in ${SIZES//,/ }; do
+      for choice in "${CHOICES[@]}"; do
+        name="${choice%%:*}"
+        envs="${choice#*:}"
+        log="$OUT_DIR/raw/$op.$size.${name//\//_}.$rep.txt"
+        # shellcheck disable=SC2086
+        if ! env $envs timeout 300 "$BUILD_DIR/tools/ccrun/ccrun" -n "$RANKS" "${BIND[@]}" \
+            "$BUILD_DIR/perf/${op}_perf" -b "$size" -e "$size" -a 3 -n "$(iters "$size")" -w 20 -c 1 >"$log" 2>&1; then
+          echo "FAILED: $op $size $name (see $log)" >&2
+          failed=1
+          continue
+        fi
+        sed 's/^\[0\] //' "$log" | awk -v op="$op" -v size="$size" -v name="$name" \
+          '!/^#/ && NF >= 9 && $1 ~ /^[0-9]+$/ { print op "\t" size "\t" name "\t" $6; exit }' >>"$TSV"
+      done
+    done
+  done
+done
+
+python3 - "$TSV" "$TOLERANCE" <<'PY'
+import sys, statistics, collections
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    op, size, name, t = line.rstrip("\n").split("\t")
+    rows[(op, size, name)].append(float(t))
+tol = float(sys.argv[2])
+names = []
+for (_, _, n) in rows:
+    if n not in names: names.append(n)
+print("| op | size | " + " | ".join(f"{n} (us)" for n in names) + " | best forced | default/best |")
+print("|---|---|" + "---|" * len(names) + "---|---|")
+slow = 0
+seen = []
+for (op, size, _) in rows:
+    if (op, size) in seen: continue
+    seen.append((op, size))
+    med = {n: statistics.median(rows[(op, size, n)]) for n in names if (op, size, n) in rows}
+    forced = {n: t for n, t in med.items() if n != "default"}
+    best = min(forced, key=forced.get)
+    ratio = med["default"] / forced[best] if "default" in med and forced[best] > 0 else float("nan")
+    mark = " SLOW" if ratio > tol else ""
+    slow += bool(mark)
+    print(f"| {op} | {size} | " + " | ".join(f"{med[n]:.2f}" if n in med else "-" for n in names)
+          + f" | {best} | {ratio:.2f}{mark} |")
+sys.exit(1 if slow else 0)
+PY
+status=$?
+exit $(( failed || status ))
