@@ -1,7 +1,11 @@
-// Protocol choice: LL below a size threshold (latency of one flagged line per 4 bytes), Simple
-// above it (one pass over memory per step). Measured with all_reduce_perf -t 2 on the 2-core dev
-// machine: LL wins only at a few hundred bytes today (2 KiB: LL 7.9 us, Simple 1.4 us), so the
-// default is 256 B until the LL path is made faster (issue #6).
+// Per-operation choices. Measured on the 2-vCPU dev VM with perf/compare/planner_check.sh (2
+// processes pinned; 2026-11-22):
+// - Protocol: Simple is as fast as LL at 8 B and 3-4x faster from 64 B (one-shot AllReduce, 64 B:
+//   LL 2.2 us, Simple 0.85 us), so LL is used only when forced (COLLCOMM_PROTO=LL or
+//   COLLCOMM_LL_THRESHOLD) until the host LL path is understood and fixed.
+// - Algorithm: one-shot AllReduce while what a rank receives is at most 64 KiB (8 B: 0.24 us
+//   against the ring's 0.45; 64 KiB: 7.5 against 18.5 us), ring above (256 KiB: about equal).
+// - Results stream past the cache from 4 MiB (out of place 16 MiB: +20% busbw).
 #include "plan/tuner.h"
 
 #include <strings.h>
@@ -57,7 +61,7 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
   }
   if (cfg.forcedProto >= 0)
     plan.proto = static_cast<Protocol>(cfg.forcedProto);
-  else if (bytes <= cfg.llThreshold)
+  else if (cfg.llThreshold != 0 && bytes <= cfg.llThreshold)
     plan.proto = Protocol::kLL;
   return plan;
 }

@@ -19,10 +19,10 @@ TunerConfig loaded() {
 
 TEST(Planner, DefaultsByKindSizeAndRanks) {
   const TunerConfig cfg = loaded();
-  // Two-rank AllReduce: one-shot up to the threshold, ring above; LL only for the smallest.
+  // Two-rank AllReduce: one-shot up to the threshold, ring above; LL only when forced.
   CollPlan p = planCollective(cfg, CollKind::kAllReduce, 8, 2, 1);
   EXPECT_EQ(p.algo, Algorithm::kOneShot);
-  EXPECT_EQ(p.proto, Protocol::kLL);
+  EXPECT_EQ(p.proto, Protocol::kSimple);
   EXPECT_FALSE(p.streamResults);
   p = planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold + 1, 2, 1);
   EXPECT_EQ(p.algo, Algorithm::kRing);
@@ -42,7 +42,10 @@ TEST(Planner, EnvironmentForcesAndRejects) {
   setenv("COLLCOMM_ALGO", "oneshot", 1);
   setenv("COLLCOMM_PROTO", "Simple", 1);
   setenv("COLLCOMM_STREAM_THRESHOLD", "0", 1);
+  setenv("COLLCOMM_LL_THRESHOLD", "1024", 1);
   TunerConfig cfg = loaded();
+  EXPECT_EQ(cfg.llThreshold, 1024u);
+  unsetenv("COLLCOMM_LL_THRESHOLD");
   CollPlan p = planCollective(cfg, CollKind::kAllReduce, 1 << 30, 2, 1);
   EXPECT_EQ(p.algo, Algorithm::kOneShot);
   EXPECT_EQ(p.proto, Protocol::kSimple);
