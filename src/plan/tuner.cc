@@ -1,8 +1,8 @@
 // Per-operation choices. Measured on the 2-vCPU dev VM with perf/compare/planner_check.sh (2
 // processes pinned; 2026-11-22):
-// - Protocol: Simple is as fast as LL at 8 B and 3-4x faster from 64 B (one-shot AllReduce, 64 B:
-//   LL 2.2 us, Simple 0.85 us), so LL is used only when forced (COLLCOMM_PROTO=LL or
-//   COLLCOMM_LL_THRESHOLD) until the host LL path is understood and fixed.
+// - Protocol: LL wins only below 16 B (one-shot AllReduce, 8 B: LL 0.25 us, Simple 0.30; 32 B:
+//   0.47 against 0.31; 64 B: 0.70 against 0.31), so the LL threshold is 16 B until the host LL
+//   path is fixed (a receiver polling a cache line the sender is still filling).
 // - Algorithm: one-shot AllReduce while what a rank receives is at most 64 KiB (8 B: 0.24 us
 //   against the ring's 0.45; 64 KiB: 7.5 against 18.5 us), ring above (256 KiB: about equal).
 // - Results stream past the cache from 4 MiB (out of place 16 MiB: +20% busbw).

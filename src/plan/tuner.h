@@ -15,9 +15,9 @@ struct TunerConfig {
   // Largest AllReduce run one-shot, in bytes one rank receives: message x (nranks - 1)
   // (COLLCOMM_ONESHOT_THRESHOLD).
   size_t oneShotThreshold = size_t{64} << 10;
-  // Largest message, in bytes, sent with LL (COLLCOMM_LL_THRESHOLD). 0: LL only when forced; see
-  // tuner.cc for why.
-  size_t llThreshold = 0;
+  // Largest message, in bytes, sent with LL (COLLCOMM_LL_THRESHOLD; 0: LL only when forced); see
+  // tuner.cc for why it is so small.
+  size_t llThreshold = 16;
   // Smallest message, in bytes, whose results go to the user's buffer by streaming stores
   // (COLLCOMM_STREAM_THRESHOLD); below it the result stays in cache for the caller.
   size_t streamThreshold = size_t{4} << 20;

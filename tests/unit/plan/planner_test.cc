@@ -19,10 +19,11 @@ TunerConfig loaded() {
 
 TEST(Planner, DefaultsByKindSizeAndRanks) {
   const TunerConfig cfg = loaded();
-  // Two-rank AllReduce: one-shot up to the threshold, ring above; LL only when forced.
+  // Two-rank AllReduce: one-shot up to the threshold, ring above; LL for the smallest only.
   CollPlan p = planCollective(cfg, CollKind::kAllReduce, 8, 2, 1);
   EXPECT_EQ(p.algo, Algorithm::kOneShot);
-  EXPECT_EQ(p.proto, Protocol::kSimple);
+  EXPECT_EQ(p.proto, Protocol::kLL);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.llThreshold + 1, 2, 1).proto, Protocol::kSimple);
   EXPECT_FALSE(p.streamResults);
   p = planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold + 1, 2, 1);
   EXPECT_EQ(p.algo, Algorithm::kRing);
