@@ -28,7 +28,7 @@
   X(NetGdrLevel,    STR, "COLLCOMM_NET_GDR_LEVEL",  "",     "farthest GPU-NIC path using GPUDirect RDMA: LOC, NVL, NVB, PIX, PXB, PHB or SYS (default PXB)") \
   X(PxnDisable,     INT, "COLLCOMM_PXN_DISABLE",    "0",    "1: never route GPU-to-NIC traffic through an NVLink peer GPU (PXN)") \
   X(NvbDisable,     INT, "COLLCOMM_NVB_DISABLE",    "0",    "1: no GPU-GPU NVLink paths through an intermediate GPU (NVB)") \
-  X(SocketNthreads, INT, "COLLCOMM_SOCKET_NTHREADS", "-1", "helper threads per NET socket connection (0: all data on the control socket); -1: by link speed") \
+  X(SocketNthreads, INT, "COLLCOMM_SOCKET_NTHREADS", "-1", "helper threads per NET socket connection (0: all data on the control socket); -1: by link speed, none below 4 CPUs") \
   X(NsocksPerthread, INT, "COLLCOMM_NSOCKS_PERTHREAD", "-1", "data sockets per helper thread of a NET socket connection; -1: by link speed") \
   X(Hostid,         STR, "COLLCOMM_HOSTID",         "",     "host identity replacing hostname+boot id in the same-host test (containers, network namespaces, tests)")
 // clang-format on

@@ -16,8 +16,13 @@
 namespace collcomm::detail {
 namespace {
 
-// Rounds without progress before the thread yields its core between rounds.
-constexpr int kSpinRounds = 200;
+// Rounds in a row that moved something before the thread yields its core anyway (the executor
+// waiting on it may share the core).
+constexpr int kBurstRounds = 4;
+// How long the thread keeps polling after the last operation ended and the last client's work was
+// done before it sleeps: back-to-back operations then never wait for a wake-up (a futex wake-up
+// costs tens of microseconds on a VM), and an idle process costs no core.
+constexpr auto kLinger = std::chrono::milliseconds(5);
 
 class Proxy {
  public:
@@ -61,7 +66,9 @@ class Proxy {
 
  private:
   void loop() {
-    int idle = 0;
+    using Clock = std::chrono::steady_clock;
+    int burst = 0;
+    Clock::time_point lastBusy = Clock::now();
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       bool moved = false, work = false;
@@ -69,27 +76,25 @@ class Proxy {
         moved |= c->progress();
         work |= c->hasWork();
       }
-      if (moved) {
-        idle = 0;
-        continue;
-      }
-      if (!work && active_.load(std::memory_order_acquire) == 0) {
+      if (moved && ++burst < kBurstRounds) continue;
+      burst = 0;
+      if (moved || work || active_.load(std::memory_order_acquire) != 0) {
+        lastBusy = Clock::now();
+      } else if (Clock::now() - lastBusy >= kLinger) {
         sleeping_.store(true);  // seq_cst with opBegin: one of the two sees the other
         // Re-check under the lock: opBegin notifies while holding it.
+        // The timeout only lets clients notice a departure while idle (hasWork): after one round
+        // that finds nothing, the thread sleeps again without lingering.
         if (active_.load() == 0) cv_.wait_for(lock, std::chrono::milliseconds(100));
         sleeping_.store(false, std::memory_order_release);
-        idle = 0;
         continue;
       }
-      if (++idle > kSpinRounds) {
-        lock.unlock();
-        sched_yield();
-        lock.lock();
-      } else if ((idle & 15) == 0) {
-        // Let registrations in.
-        lock.unlock();
-        lock.lock();
-      }
+      // Never sleep while anything is pending: give the core to whoever else wants it (the
+      // executor waiting for this round's results, on a shared core) and poll again. Alone on its
+      // core, a yield costs a fraction of a microsecond. Registrations get the lock here too.
+      lock.unlock();
+      sched_yield();
+      lock.lock();
     }
   }
 

@@ -6,9 +6,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -309,6 +311,58 @@ TEST(ProcessP2pNet, GroupsAndSplitOverNet) {
   const std::string err = job.run();
   ASSERT_EQ(err, "");
   expectAllSucceeded(job, 3);
+}
+
+// Why IPv6 loopback cannot be used here, or "" when it can.
+std::string ipv6LoopbackUnavailable() {
+  const int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return std::string("no IPv6 sockets on this machine: ") + strerror(errno);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  const int rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  const int err = errno;
+  close(fd);
+  if (rc != 0) return std::string("cannot bind ::1 (IPv6 loopback disabled?): ") + strerror(err);
+  return "";
+}
+
+// The sweep (every collective, allreduce among them) over NET on IPv6 loopback:
+// COLLCOMM_SOCKET_IFNAME==lo COLLCOMM_SOCKET_FAMILY=AF_INET6 for the workers and for this driver,
+// whose ccGetUniqueId starts the rendezvous root. Every worker's log must show the bootstrap and
+// the NET device on ::1 and its ring over NET.
+TEST(ProcessNetIpv6, SweepOverIpv6Loopback) {
+  if (const std::string why = ipv6LoopbackUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  struct DriverEnv {
+    DriverEnv() {
+      setenv("COLLCOMM_SOCKET_IFNAME", "=lo", 1);
+      setenv("COLLCOMM_SOCKET_FAMILY", "AF_INET6", 1);
+    }
+    ~DriverEnv() {
+      unsetenv("COLLCOMM_SOCKET_IFNAME");
+      unsetenv("COLLCOMM_SOCKET_FAMILY");
+    }
+  } driverEnv;
+  const int nranks = 2;
+  WorkerJob job("sweep", nranks,
+                {"COLLCOMM_TIMEOUT=60", "COLLCOMM_SHM_DISABLE=1", "COLLCOMM_SOCKET_IFNAME==lo",
+                 "COLLCOMM_SOCKET_FAMILY=AF_INET6", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT,BOOTSTRAP,NET"},
+                kDeadlineSeconds);
+  const std::string err = job.run();
+  ASSERT_EQ(err, "");
+  expectAllSucceeded(job, nranks);
+  for (int r = 0; r < nranks; ++r) {
+    const std::string& out = job.result(r).output;
+    EXPECT_NE(out.find("socket interface lo ::1"), std::string::npos)
+        << "rank " << r << "'s bootstrap is not on ::1\n"
+        << out;
+    EXPECT_NE(out.find("net/socket: device 0 is lo ::1"), std::string::npos)
+        << "rank " << r << "'s NET device is not ::1\n"
+        << out;
+    EXPECT_NE(out.find(" via NET"), std::string::npos) << "rank " << r << " did not connect over NET\n" << out;
+    EXPECT_EQ(out.find("127.0.0.1"), std::string::npos) << "rank " << r << " used IPv4 loopback\n" << out;
+  }
+  expectNoShmLeft(job);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ProcessP2p, ::testing::Values(2, 3, 4), [](const ::testing::TestParamInfo<int>& info) {

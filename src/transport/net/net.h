@@ -22,7 +22,11 @@
 //   Authentication: every connection presents the secret given to connect; accept drops (closes,
 //     logs) any connection that presents another secret or anything else, and goes on accepting.
 //   Errors: an op that fails returns a Status whose sentence (CC_ERROR) names the remote address
-//     and what happened; the comm is unusable afterwards except for close.
+//     and what happened; the comm is unusable afterwards except for close. A peer that closed its
+//     end is how peers leave, not a fault of the network: it is logged at INFO only (the caller,
+//     which knows the peer's rank, reports it where it matters).
+//   Departures: a receiving side that leaves may first leave one word for its sender (farewell);
+//     the sender reads it once its comm has failed (peerFarewell). Both optional (null).
 #pragma once
 
 #include <cstddef>
@@ -57,7 +61,7 @@ struct NetProperties {
 struct NetOpsV1 {
   const char* name;
   int version;  // kNetInterfaceVersion
-  // Idempotent; finds the devices.
+  // Idempotent; finds the devices (a backend may find them again when its settings changed).
   Status (*init)();
   Status (*devices)(int* count);
   Status (*getProperties)(int dev, NetProperties* props);
@@ -77,6 +81,12 @@ struct NetOpsV1 {
                   void** request);
   // *done = true once complete; then sizes[i] (may be null) get the bytes that arrived per buffer.
   Status (*test)(void* request, bool* done, size_t* sizes);
+  // Receiver, right before closeRecv: leaves `word` (opaque to the backend) for the sender. Best
+  // effort; never blocks. May be null.
+  Status (*farewell)(void* recvComm, uint32_t word);
+  // Sender, after an op on the comm failed: true with the word its receiver left before closing,
+  // false when it left none (it died, or the link broke). May be null.
+  bool (*peerFarewell)(void* sendComm, uint32_t* word);
   Status (*closeSend)(void* sendComm);
   Status (*closeRecv)(void* recvComm);
   Status (*closeListen)(void* listenComm);
@@ -86,7 +96,10 @@ struct NetOpsV1 {
 const NetOpsV1& socketNet();
 
 // How many helper threads and sockets per thread a socket connection uses: COLLCOMM_SOCKET_NTHREADS
-// and COLLCOMM_NSOCKS_PERTHREAD when set (> 0), else chosen by link speed (speedMbps, 0 unknown).
-void socketThreadsAndSockets(int speedMbps, int* nThreads, int* nSocksPerThread);
+// and COLLCOMM_NSOCKS_PERTHREAD when set (> 0), else chosen by link speed (speedMbps, 0 unknown)
+// and the CPUs the process may run on (cpus, 0 unknown): none below 4 CPUs.
+void socketThreadsAndSockets(int speedMbps, int cpus, int* nThreads, int* nSocksPerThread);
+// The CPUs this process may run on (its affinity mask); 0 when unknown.
+int processCpus();
 
 }  // namespace collcomm::detail

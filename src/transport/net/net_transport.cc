@@ -15,9 +15,11 @@
 //           into a staging copy of the LL slots and copies them into the FIFO with 8-byte stores
 //           (a socket may write a line in pieces; the executor must never see half a line).
 //   Peer state: the sender's PeerState word travels as a tag kTagState message when it leaves;
-//           the receiver leaves by closing its end. A closed or failed connection marks the peer
-//           gone (kGoneExited) in the local FIFO, so the executor's wait ends with ccRemoteError
-//           naming the peer; a peer that vanishes silently ends in the executor's ccTimeout.
+//           the receiver leaves by sending its PeerState as the backend's farewell and closing
+//           its end. A closed or failed connection marks the peer gone in the local FIFO (with
+//           the farewell's state when one came, else kGoneExited), so the executor's wait ends
+//           with ccRemoteError naming the peer (or the root cause it left for); a peer that
+//           vanishes silently ends in the executor's ccTimeout.
 // Flow control is the receiver's slots: its proxy posts a receive only for a free slot, and the
 // network holds the rest.
 #include <sched.h>
@@ -67,6 +69,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       while (!sentAll() && !failed_.load(std::memory_order_acquire) && !until.expired()) poll(nullptr, 0, 1);
     }
     if (registered_) proxyRemove(this);
+    if (registered_ && comm_ != nullptr && !failed_.load(std::memory_order_acquire)) leaveWord();
     if (connecting_) net_->abandonConnect(handle_);
     if (comm_ != nullptr) (void)(isSend_ ? net_->closeSend(comm_) : net_->closeRecv(comm_));
     if (listen_ != nullptr) (void)net_->closeListen(listen_);
@@ -168,6 +171,27 @@ class NetConnection final : public FifoMemory, public ProxyClient {
            static_cast<uint32_t>(llHead + 1);
   }
 
+  // Destructor, after the proxy let go: a side that left (abort, failure) and whose proxy did not
+  // get to say so yet (ccCommAbort frees the communicator right after marking it gone) says it
+  // now, best effort and without waiting: the receiver its farewell, the sender its state message
+  // (handed to the kernel if the socket has room; closing delivers what the kernel holds).
+  void leaveWord() {
+    if (!isSend_) {
+      const uint32_t own = __atomic_load_n(&ctrl_->receiverState, __ATOMIC_ACQUIRE);
+      if (isGone(own) && net_->farewell != nullptr) (void)net_->farewell(comm_, own);
+      return;
+    }
+    const uint32_t own = __atomic_load_n(&ctrl_->senderState, __ATOMIC_ACQUIRE);
+    if (stateSent_ || !isGone(own)) return;
+    stateOut_ = own;
+    void* req = nullptr;
+    if (isOk(net_->isend(comm_, &stateOut_, sizeof(stateOut_), kTagState, nullptr, &req)) && req != nullptr) {
+      bool done = false;
+      (void)net_->test(req, &done, nullptr);
+      (void)net_->test(req, &done, nullptr);
+    }
+  }
+
   Status start() {
     proxyAdd(this);
     registered_ = true;
@@ -178,9 +202,20 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   // end of a progress round, after every request that completed before the break was landed and
   // published: the release here orders those steps before the departure, so an executor that sees
   // the peer gone (acquire) also sees every step that arrived (see HostPlatform::healthy).
+  //
+  // Who left and why: a receiver that leaves (its operation failed, its communicator was aborted)
+  // first sends its own PeerState as a farewell, which names the root cause as the SHM and P2P
+  // transports would (a receiver that left because a third rank failed must not be blamed for it,
+  // nor said to have exited when it was aborted). Without one the peer closed without a word: it
+  // exited (or destroyed its communicator), or the link broke.
   bool fail() {
     failed_ = true;
-    markGone(isSend_ ? &ctrl_->receiverState : &ctrl_->senderState, goneState(peerRank_, kGoneExited));
+    uint32_t state = goneState(peerRank_, kGoneExited);
+    uint32_t word = 0;
+    if (isSend_ && net_->peerFarewell != nullptr && comm_ != nullptr && net_->peerFarewell(comm_, &word) &&
+        isGone(word))
+      state = word;
+    markGone(isSend_ ? &ctrl_->receiverState : &ctrl_->senderState, state);
     return true;
   }
 
@@ -259,9 +294,37 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     return endRound(moved);
   }
 
+  // Receiver: lands and publishes every step whose receive is done, in order; true if any.
+  bool harvestRecv() {
+    bool moved = false;
+    size_t size = 0;
+    while (sDone_ < sPosted_ && testDone(sReq_[sDone_ % kNumSteps], &size)) {
+      storeRelaxed(&ctrl_->simpleBytes[sDone_ % kNumSteps], size);
+      sDone_++;
+      storeRelease(&ctrl_->simpleTail, sDone_);
+      moved = true;
+    }
+    while (lDone_ < lPosted_ && testDone(lReq_[lDone_ % kNumSteps], &size)) {
+      const uint64_t slot = lDone_ % kNumSteps;
+      const uint64_t* src = llStage_.data() + slot * layout_.llStepLines;
+      uint64_t* dst = llBuf_ + slot * layout_.llStepLines;
+      for (size_t i = 0; i < size / sizeof(uint64_t); ++i) storeRelaxed(&dst[i], src[i]);
+      lDone_++;
+      moved = true;
+    }
+    if (stateReq_ != nullptr && testDone(stateReq_, nullptr)) {
+      stateReq_ = nullptr;
+      if (isGone(stateIn_)) markGone(&ctrl_->senderState, stateIn_);
+      moved = true;
+    }
+    return moved;
+  }
+
   bool progressRecv() {
-    if (isGone(__atomic_load_n(&ctrl_->receiverState, __ATOMIC_ACQUIRE))) {
-      // This side left: closing tells the sender (its sends fail, it marks us gone).
+    if (const uint32_t own = __atomic_load_n(&ctrl_->receiverState, __ATOMIC_ACQUIRE); isGone(own)) {
+      // This side left: the farewell tells the sender why, closing that we are gone (its sends
+      // fail; it marks us gone with the farewell's cause).
+      if (net_->farewell != nullptr) (void)net_->farewell(comm_, own);
       (void)net_->closeRecv(comm_);
       comm_ = nullptr;
       return true;
@@ -284,13 +347,6 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       sPosted_++;
       moved = true;
     }
-    size_t size = 0;
-    while (sDone_ < sPosted_ && testDone(sReq_[sDone_ % kNumSteps], &size)) {
-      storeRelaxed(&ctrl_->simpleBytes[sDone_ % kNumSteps], size);
-      sDone_++;
-      storeRelease(&ctrl_->simpleTail, sDone_);
-      moved = true;
-    }
     const uint64_t llHead = loadAcquire(&ctrl_->llHead);
     const size_t lineBytes = layout_.llStepLines * sizeof(uint64_t);
     while (!broken_ && lineBytes != 0 && lPosted_ - lDone_ < kNumSteps && lPosted_ < llHead + kNumSteps) {
@@ -307,19 +363,11 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       lPosted_++;
       moved = true;
     }
-    while (lDone_ < lPosted_ && testDone(lReq_[lDone_ % kNumSteps], &size)) {
-      const uint64_t slot = lDone_ % kNumSteps;
-      const uint64_t* src = llStage_.data() + slot * layout_.llStepLines;
-      uint64_t* dst = llBuf_ + slot * layout_.llStepLines;
-      for (size_t i = 0; i < size / sizeof(uint64_t); ++i) storeRelaxed(&dst[i], src[i]);
-      lDone_++;
-      moved = true;
-    }
-    if (stateReq_ != nullptr && testDone(stateReq_, nullptr)) {
-      stateReq_ = nullptr;
-      if (isGone(stateIn_)) markGone(&ctrl_->senderState, stateIn_);
-      moved = true;
-    }
+    moved |= harvestRecv();
+    // A progress call made by a later test of this round (the backend reads for every request of
+    // the connection at once) may have completed requests of a queue already tested, and then
+    // found the connection closed: take those too before the round fails.
+    while (broken_ && harvestRecv()) moved = true;
     return endRound(moved);
   }
 

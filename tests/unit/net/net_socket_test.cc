@@ -1,9 +1,13 @@
 // The socket backend of the net interface over this host's interfaces: handshake with secret
 // checks, messages of 0 .. 64 MiB inline and split across sockets (partial sends and receives
-// happen at these sizes), tag matching, errors.
+// happen at these sizes), tag matching, errors, IPv6 loopback, a receiver's farewell, and that a
+// peer closing its end is no warning.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "bootstrap/socket.h"
+#include "common/status.h"
 #include "support/watchdog.h"
 #include "transport/net/net.h"
 
@@ -89,7 +94,9 @@ void roundTrip(Pair& p, size_t bytes, uint32_t tag) {
   }
   ASSERT_TRUE(sDone && rDone) << bytes << " bytes did not arrive";
   EXPECT_EQ(got, bytes);
-  if (bytes != 0) EXPECT_EQ(memcmp(src.data(), dst.data(), bytes), 0) << bytes << " bytes arrived corrupted";
+  if (bytes != 0) {
+    EXPECT_EQ(memcmp(src.data(), dst.data(), bytes), 0) << bytes << " bytes arrived corrupted";
+  }
   EXPECT_EQ(dst[bytes], 0xee) << "wrote past the message";
 }
 
@@ -107,20 +114,29 @@ TEST(NetSocket, DevicesHavePropertiesAndTheContractVersion) {
   EXPECT_EQ(props.maxRecvs, 1);
 }
 
-TEST(NetSocket, SocketShapeFollowsSpeedUnlessSet) {
+TEST(NetSocket, SocketShapeFollowsSpeedAndCpusUnlessSet) {
   int t = 0, s = 0;
-  socketThreadsAndSockets(0, &t, &s);
+  socketThreadsAndSockets(0, 64, &t, &s);
   EXPECT_EQ(t * s, 2);
-  socketThreadsAndSockets(100000, &t, &s);
+  socketThreadsAndSockets(0, 0, &t, &s);  // CPUs unknown: as if plenty
+  EXPECT_EQ(t * s, 2);
+  socketThreadsAndSockets(100000, 64, &t, &s);
   EXPECT_EQ(t, 4);
+  // A process on one or two CPUs: no helper threads, everything on the control socket.
+  for (int cpus : {1, 2, 3}) {
+    socketThreadsAndSockets(100000, cpus, &t, &s);
+    EXPECT_EQ(t, 0) << cpus << " CPUs";
+    EXPECT_EQ(s, 0) << cpus << " CPUs";
+  }
+  EXPECT_GE(processCpus(), 1);
   setenv("COLLCOMM_SOCKET_NTHREADS", "3", 1);
   setenv("COLLCOMM_NSOCKS_PERTHREAD", "5", 1);
-  socketThreadsAndSockets(0, &t, &s);
+  socketThreadsAndSockets(0, 1, &t, &s);  // set explicitly: the CPUs do not matter
   EXPECT_EQ(t, 3);
   EXPECT_EQ(s, 5);
   setenv("COLLCOMM_SOCKET_NTHREADS", "16", 1);
   setenv("COLLCOMM_NSOCKS_PERTHREAD", "64", 1);
-  socketThreadsAndSockets(0, &t, &s);
+  socketThreadsAndSockets(0, 64, &t, &s);
   EXPECT_LE(t * s, 64);
   unsetenv("COLLCOMM_SOCKET_NTHREADS");
   unsetenv("COLLCOMM_NSOCKS_PERTHREAD");
@@ -301,6 +317,115 @@ TEST(NetSocket, TooLargeMessageAndClosedPeerAreErrors) {
     }
     EXPECT_EQ(err, Status::kRemoteError);
   }
+}
+
+// Sends `bytes` until the send fails (the receiver closed); returns the failing Status (kOk when
+// nothing failed within 20 s).
+Status sendUntilBroken(void* send) {
+  const NetOpsV1& n = socketNet();
+  std::vector<char> big(size_t{8} << 20, 1);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < until) {
+    void* req = nullptr;
+    Status s = n.isend(send, big.data(), big.size(), 0, nullptr, &req);
+    if (!isOk(s)) return s;
+    if (req == nullptr) continue;
+    Status err = kOk;
+    if (!wait(req, nullptr, &err)) return isOk(err) ? Status::kTimeout : err;
+  }
+  return kOk;
+}
+
+class NetSocketFarewell : public ::testing::TestWithParam<const char*> {};
+
+// A receiver that leaves first says why (the NET transport sends its PeerState): the sender reads
+// the word once its sends fail, whether the control socket or a data socket reports the close.
+TEST_P(NetSocketFarewell, ReachesTheSenderWhoseSendsFail) {
+  test::Watchdog dog(60, "net socket farewell");
+  const NetOpsV1& n = socketNet();
+  ASSERT_NE(n.farewell, nullptr);
+  ASSERT_NE(n.peerFarewell, nullptr);
+  for (bool sayIt : {true, false}) {
+    Pair p;
+    ASSERT_TRUE(connectPair(&p, GetParam(), "2"));
+    roundTrip(p, 100000, 0);  // the connection works
+    if (sayIt) {
+      ASSERT_EQ(n.farewell(p.recv, 0xc0ffee07u), kOk);
+    }
+    ASSERT_EQ(n.closeRecv(p.recv), kOk);
+    p.recv = nullptr;
+    clearThreadLastError();
+    EXPECT_EQ(sendUntilBroken(p.send), Status::kRemoteError);
+    uint32_t word = 0;
+    EXPECT_EQ(n.peerFarewell(p.send, &word), sayIt);
+    if (sayIt) {
+      EXPECT_EQ(word, 0xc0ffee07u);
+    }
+    // The receiver closing its end is how a peer leaves: no warning sentence.
+    EXPECT_EQ(threadLastError(), "") << "a peer's close was reported as a warning";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, NetSocketFarewell, ::testing::Values("0", "1"),
+                         [](const auto& info) { return std::string(info.param) + "threads"; });
+
+// A sender that closes after its last message: the receiver fails its next receive, quietly.
+TEST(NetSocket, PeerClosingAfterItsLastMessageIsNoWarning) {
+  test::Watchdog dog(60, "net socket close");
+  const NetOpsV1& n = socketNet();
+  Pair p;
+  ASSERT_TRUE(connectPair(&p, "0", "1"));
+  roundTrip(p, 1000, 0);
+  ASSERT_EQ(n.closeSend(p.send), kOk);
+  p.send = nullptr;
+  char buf[8];
+  void* b = buf;
+  size_t cap = sizeof(buf);
+  uint32_t tag = 0;
+  void* r = nullptr;
+  clearThreadLastError();
+  ASSERT_EQ(n.irecv(p.recv, 1, &b, &cap, &tag, nullptr, &r), kOk);
+  Status err = kOk;
+  EXPECT_FALSE(wait(r, nullptr, &err));
+  EXPECT_EQ(err, Status::kRemoteError);
+  EXPECT_EQ(threadLastError(), "") << "a peer's normal close was reported as a warning";
+}
+
+// Why IPv6 loopback cannot be used here, or "" when it can.
+std::string ipv6LoopbackUnavailable() {
+  const int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return std::string("no IPv6 sockets on this machine: ") + strerror(errno);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  const int rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  const int err = errno;
+  close(fd);
+  if (rc != 0) return std::string("cannot bind ::1 (IPv6 loopback disabled?): ") + strerror(err);
+  return "";
+}
+
+// COLLCOMM_SOCKET_IFNAME=lo COLLCOMM_SOCKET_FAMILY=AF_INET6: the backend's device is ::1 and
+// messages cross it intact, inline and split over data sockets.
+TEST(NetSocket, Ipv6LoopbackCarriesMessages) {
+  test::Watchdog dog(120, "net socket ipv6");
+  if (const std::string why = ipv6LoopbackUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  setenv("COLLCOMM_SOCKET_IFNAME", "=lo", 1);
+  setenv("COLLCOMM_SOCKET_FAMILY", "AF_INET6", 1);
+  const NetOpsV1& n = socketNet();
+  ASSERT_EQ(n.init(), kOk);
+  NetProperties props{};
+  ASSERT_EQ(n.getProperties(0, &props), kOk);
+  EXPECT_STREQ(props.name, "lo");
+  EXPECT_STREQ(props.address, "::1");
+  for (const char* threads : {"0", "1"}) {
+    Pair p;
+    ASSERT_TRUE(connectPair(&p, threads, "2"));
+    for (size_t bytes : {size_t{0}, size_t{5}, size_t{70000}, size_t{3} << 20}) roundTrip(p, bytes, 1);
+  }
+  unsetenv("COLLCOMM_SOCKET_IFNAME");
+  unsetenv("COLLCOMM_SOCKET_FAMILY");
+  ASSERT_EQ(n.init(), kOk);  // back to the default devices for the tests after this one
 }
 
 }  // namespace
