@@ -20,7 +20,7 @@
   X(StreamThreshold, INT, "COLLCOMM_STREAM_THRESHOLD", "-1", "smallest message (bytes) whose results are written to user buffers with streaming stores; -1: planner default") \
   X(MinNchannels,   INT, "COLLCOMM_MIN_NCHANNELS",  "-1",   "least channels per collective; -1: planner default") \
   X(MaxNchannels,   INT, "COLLCOMM_MAX_NCHANNELS",  "-1",   "most channels per collective; -1: planner default") \
-  X(SpinCount,      INT, "COLLCOMM_SPIN_COUNT",     "2000", "polls a waiting host thread spins before it starts yielding the core; unset: 2000, or 0 when a host has more ranks than the CPUs their threads may use") \
+  X(SpinCount,      INT, "COLLCOMM_SPIN_COUNT",     "2000", "polls a waiting host thread spins before it starts yielding the core; unset: 2000, or 0 when a host has more ranks than the CPUs their threads may use (counting, once NET is in use, one proxy thread per process)") \
   X(TopoFile,       STR, "COLLCOMM_TOPO_FILE",      "",     "load the machine topology from this NCCL-format XML file instead of detecting it") \
   X(TopoDumpFile,   STR, "COLLCOMM_TOPO_DUMP_FILE", "",     "write the topology in use to this XML file (NCCL format)") \
   X(TopoMerge,      INT, "COLLCOMM_TOPO_MERGE",     "0",    "1: merge COLLCOMM_TOPO_FILE over local detection instead of replacing it") \

@@ -9,7 +9,7 @@ HostWaitContext ccComm::waitContext(const char* opName) const {
   // ctx.deadline stays unset: the platform starts the clock when a wait first leaves its spin
   // phase (reading the clock costs as much as a whole small operation on some machines).
   ctx.timeoutSeconds = config.timeoutSeconds;
-  ctx.spinCount = spinCount;
+  ctx.spinCount = usesNet ? netSpinCount : spinCount;
   ctx.opName = opName;
   ctx.rank = rank;
   ctx.nranks = nranks;

@@ -89,6 +89,9 @@ struct ccComm {
   collcomm::detail::FifoSizes fifoSizes;
   collcomm::detail::TunerConfig tuner;
   int spinCount = 2000;
+  // Waits' spin count once a connection is NET: 0 when this host's ranks and one proxy thread per
+  // process outnumber their CPUs (a spinning executor holds the core its proxy needs).
+  int netSpinCount = 2000;
   uint64_t bootstrapTagSeq = 0;
   uint64_t secret[2] = {0, 0};  // the job's, from the unique id: NET connections present it  // control messages made after init (split) take fresh tags
 

@@ -140,7 +140,14 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
     comm->spinCount = 0;
     CC_INFO(kSubsysInit, "rank %d: more ranks on this host than CPUs to run them; waits yield at once", rank);
   }
+  comm->netSpinCount = comm->spinCount;
+  if (!paramIsSet(Param::kSpinCount) && hostOversubscribed(comm->peers, rank, /*threadsPerProcess=*/1))
+    comm->netSpinCount = 0;
   CC_CHECK(connectRings(comm.get(), config.minChannels, deadline));
+  if (comm->usesNet && comm->netSpinCount != comm->spinCount)
+    CC_INFO(kSubsysInit,
+            "rank %d: NET in use and this host's ranks and proxy threads outnumber their CPUs; waits yield at once",
+            rank);
   logSummary(comm.get());
   *out = comm.release();
   return kOk;

@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -75,18 +76,22 @@ PeerInfo localPeerInfo(int rank, int device) {
   return info;
 }
 
-bool hostOversubscribed(const std::vector<PeerInfo>& peers, int rank) {
+bool hostOversubscribed(const std::vector<PeerInfo>& peers, int rank, int threadsPerProcess) {
   uint64_t cpus[16] = {};
-  int localRanks = 0;
+  int threads = 0;
+  std::vector<uint64_t> processes;
   for (const PeerInfo& p : peers) {
     if (p.hostHash != peers[rank].hostHash) continue;
-    ++localRanks;
+    ++threads;
+    if (std::find(processes.begin(), processes.end(), p.processToken) == processes.end())
+      processes.push_back(p.processToken);
     for (int w = 0; w < 16; ++w) cpus[w] |= p.cpuMask[w];
   }
+  threads += threadsPerProcess * static_cast<int>(processes.size());
   int distinctCpus = 0;
   for (uint64_t w : cpus) distinctCpus += __builtin_popcountll(w);
   // A mask we could not read (all zero) says nothing: assume a core each.
-  return distinctCpus > 0 && localRanks > distinctCpus;
+  return distinctCpus > 0 && threads > distinctCpus;
 }
 
 }  // namespace collcomm::detail

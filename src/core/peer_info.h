@@ -14,7 +14,8 @@ uint64_t localProcessToken();
 PeerInfo localPeerInfo(int rank, int device);
 // True when rank's host runs more ranks than the CPUs their threads may use between them: waiting
 // ranks must then give their core away at once instead of spinning (a spinning waiter holds the
-// core the rank it waits for needs).
-bool hostOversubscribed(const std::vector<PeerInfo>& peers, int rank);
+// core the rank it waits for needs). threadsPerProcess: busy threads each process runs besides its
+// ranks (1 for the proxy thread of a process whose ranks talk over NET).
+bool hostOversubscribed(const std::vector<PeerInfo>& peers, int rank, int threadsPerProcess = 0);
 
 }  // namespace collcomm::detail

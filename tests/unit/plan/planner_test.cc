@@ -82,5 +82,24 @@ TEST(Oversubscription, RanksAgainstTheCpusTheyMayUse) {
   EXPECT_FALSE(hostOversubscribed({rankOn(1, {}), rankOn(1, {})}, 0));
 }
 
+TEST(Oversubscription, ProxyThreadsCountOncePerProcess) {
+  auto inProcess = [](PeerInfo p, uint64_t token) {
+    p.processToken = token;
+    return p;
+  };
+  // Two processes pinned one per core: alone they fit; with a proxy thread each they do not.
+  const std::vector<PeerInfo> twoProcs = {inProcess(rankOn(1, {0}), 7), inProcess(rankOn(1, {1}), 8)};
+  EXPECT_FALSE(hostOversubscribed(twoProcs, 0, 0));
+  EXPECT_TRUE(hostOversubscribed(twoProcs, 0, 1));
+  // One process with two thread ranks on four CPUs: two ranks and one proxy fit.
+  const std::vector<PeerInfo> oneProc = {inProcess(rankOn(1, {0, 1, 2, 3}), 7),
+                                         inProcess(rankOn(1, {0, 1, 2, 3}), 7)};
+  EXPECT_FALSE(hostOversubscribed(oneProc, 1, 1));
+  // Processes on other hosts bring their proxies to their own hosts.
+  const std::vector<PeerInfo> twoHosts = {inProcess(rankOn(1, {0, 1}), 7), inProcess(rankOn(2, {0}), 8)};
+  EXPECT_FALSE(hostOversubscribed(twoHosts, 0, 1));
+  EXPECT_TRUE(hostOversubscribed(twoHosts, 1, 1));
+}
+
 }  // namespace
 }  // namespace collcomm::detail
