@@ -92,12 +92,13 @@ struct NetOpsV1 {
   Status (*closeListen)(void* listenComm);
 };
 
-// The built-in socket backend (net_socket.cc).
+// The built-in socket backend (net_socket*.cc; net_socket_internal.h maps its files).
 const NetOpsV1& socketNet();
 
 // How many helper threads and sockets per thread a socket connection uses: COLLCOMM_SOCKET_NTHREADS
-// and COLLCOMM_NSOCKS_PERTHREAD when set (> 0), else chosen by link speed (speedMbps, 0 unknown)
-// and the CPUs the process may run on (cpus, 0 unknown): none below 4 CPUs.
+// when set (>= 0; 0: none, everything on the control socket) and COLLCOMM_NSOCKS_PERTHREAD when
+// set (> 0), else chosen by link speed (speedMbps, 0 unknown) and the CPUs the process may run on
+// (cpus, 0 unknown): no helper threads below 4 CPUs.
 void socketThreadsAndSockets(int speedMbps, int cpus, int* nThreads, int* nSocksPerThread);
 // The CPUs this process may run on (its affinity mask); 0 when unknown.
 int processCpus();
