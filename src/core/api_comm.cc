@@ -3,6 +3,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/asymmetric_fence.h"
 #include "core/api_scope.h"
 #include "core/enqueue.h"
 #include "core/group.h"
@@ -64,7 +65,8 @@ Status initAll(ccComm** comms, int ndev, const int* devlist) {
 // Waits (bounded) for calls on other threads to leave the communicator.
 bool waitIdle(ccComm* comm, int selfHolds, std::chrono::milliseconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
-  while (comm->busy.load() > selfHolds) {
+  heavyFence(comm->asymmetricFence);  // an operation entering now sees abortFlag, or is counted here
+  while (comm->busy.load() + comm->opsBusy.load(std::memory_order_acquire) > selfHolds) {
     if (std::chrono::steady_clock::now() >= until) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }

@@ -10,7 +10,7 @@ namespace {
 // dtype and op arrive as raw bits: see enumBits.
 ccResult_t callOp(ccComm* comm, CollKind kind, const void* sendbuff, void* recvbuff, size_t count, int dtype, int op,
                   int root, ccStream_t stream) {
-  ApiScope scope(comm);
+  OpScope scope(comm);
   Status s = checkComm(comm);
   if (isOk(s)) s = checkEnumArgs(kind, dtype, op);
   if (isOk(s))

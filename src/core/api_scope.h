@@ -3,7 +3,10 @@
 // and copy a failure's sentence to the communicator for ccGetLastError(comm).
 #pragma once
 
+#include <atomic>
+
 #include "collcomm.h"
+#include "common/asymmetric_fence.h"
 #include "common/status.h"
 #include "core/comm.h"
 
@@ -29,6 +32,38 @@ class ApiScope {
 
  private:
   bool live() const { return comm_ != nullptr && comm_->magic == kCommMagic; }
+  ccComm* comm_;
+};
+
+// The operations' entry points (ccAllReduce, ccSend, ...): as ApiScope, but the communicator is
+// marked busy without a locked instruction (see asymmetric_fence.h): opsBusy is written only by
+// the thread running the communicator's operations (operations on one communicator never run on
+// two threads at once), and ccCommAbort fences for both sides before it reads it.
+class OpScope {
+ public:
+  explicit OpScope(ccComm* comm) : comm_(comm) {
+    clearThreadLastError();
+    if (comm_ == nullptr || comm_->magic != kCommMagic) {
+      comm_ = nullptr;
+      return;
+    }
+    comm_->opsBusy.store(comm_->opsBusy.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    lightFence(comm_->asymmetricFence);  // before the operation reads abortFlag
+  }
+  ~OpScope() {
+    // Release: everything the operation did to the communicator comes before "left".
+    if (comm_ != nullptr)
+      comm_->opsBusy.store(comm_->opsBusy.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+  }
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+  ccResult_t finish(Status s) {
+    if (!isOk(s) && comm_ != nullptr) comm_->lastError = threadLastError();
+    return toResult(s);
+  }
+
+ private:
   ccComm* comm_;
 };
 

@@ -1,5 +1,5 @@
 // The communicator: everything one rank knows about its job, owned by the thread driving it.
-// Only abortFlag, asyncError and busy may be touched from other threads.
+// Only abortFlag, asyncError, busy and opsBusy may be touched from other threads.
 #pragma once
 
 #include <atomic>
@@ -92,12 +92,16 @@ struct ccComm {
   // Waits' spin count once a connection is NET: 0 when this host's ranks and one proxy thread per
   // process outnumber their CPUs (a spinning executor holds the core its proxy needs).
   int netSpinCount = 2000;
-  uint64_t bootstrapTagSeq = 0;
-  uint64_t secret[2] = {0, 0};  // the job's, from the unique id: NET connections present it  // control messages made after init (split) take fresh tags
+  uint64_t bootstrapTagSeq = 0;  // control messages made after init (split) take fresh tags
+  uint64_t secret[2] = {0, 0};   // the job's, from the unique id: NET connections present it
 
   std::atomic<uint32_t> abortFlag{0};
   std::atomic<int> asyncError{ccSuccess};
-  std::atomic<int> busy{0};  // operations in flight (ccCommAbort waits for them to leave)
+  std::atomic<int> busy{0};  // API calls in flight (ccCommAbort waits for them to leave)
+  // Operations in flight, from OpScope (api_scope.h): written by the operations' thread with
+  // plain stores, read by ccCommAbort/ccCommDestroy after heavyFence.
+  std::atomic<int> opsBusy{0};
+  bool asymmetricFence = false;  // asymmetricFenceReady() at init
   bool usesNet = false;      // some connection is NET: operations wake the proxy thread
   bool finalized = false;
   std::string lastError;

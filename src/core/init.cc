@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/asymmetric_fence.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "core/peer_info.h"
@@ -127,6 +128,7 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
   comm->nranks = nranks;
   comm->config = config;
   comm->spinCount = static_cast<int>(std::max<int64_t>(0, paramInt(Param::kSpinCount)));
+  comm->asymmetricFence = asymmetricFenceReady();
   comm->fifoSizes = fifoSizesFromParams();
   comm->p2p.resize(nranks);
   comm->collPeers.resize(nranks);
