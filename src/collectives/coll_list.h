@@ -49,9 +49,25 @@ inline bool collReduces(CollKind k) {
 enum class Protocol : int { kSimple = 0, kLL = 1 };
 inline const char* protocolName(Protocol p) { return p == Protocol::kLL ? "LL" : "Simple"; }
 
+inline constexpr int kNumCollKinds = 0
+#define CC_COLL_COUNT(kind, name, reduces) +1
+    CC_COLL_LIST(CC_COLL_COUNT)
+#undef CC_COLL_COUNT
+    ;
+
 // Ring: every collective. OneShot: AllReduce; two ranks over the ring's connections
 // (collectives/one_shot_all_reduce.h), more over per-peer connections (core/enqueue.cc).
-enum class Algorithm : int { kRing = 0, kOneShot = 1 };
-inline const char* algorithmName(Algorithm a) { return a == Algorithm::kOneShot ? "OneShot" : "Ring"; }
+// Direct: AllGather, Broadcast, ReduceScatter, AllReduce when every rank can read every other
+// rank's memory (same process, or cross-memory attach on one host): each byte is copied once, from
+// the peer's buffer (core/direct_collectives.cc).
+enum class Algorithm : int { kRing = 0, kOneShot = 1, kDirect = 2 };
+inline const char* algorithmName(Algorithm a) {
+  switch (a) {
+    case Algorithm::kOneShot: return "OneShot";
+    case Algorithm::kDirect: return "Direct";
+    case Algorithm::kRing: break;
+  }
+  return "Ring";
+}
 
 }  // namespace collcomm::detail

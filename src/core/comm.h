@@ -85,6 +85,9 @@ struct ccComm {
   // from p2p so that a user's ccSend/ccRecv can never be matched with a collective's transfer.
   std::vector<collcomm::detail::P2pPeer> collPeers;
   std::vector<char> scratch;  // one-shot AllReduce: every rank's input
+  // Whether every rank can read every rank's memory, and how (transport/cma/cma_probe.h).
+  collcomm::detail::DirectReach directReach = collcomm::detail::DirectReach::kNone;
+  std::vector<char> directScratch;  // Direct ReduceScatter/AllReduce: peers' operands, one chunk each
   std::vector<collcomm::detail::UserRedOp> userOps;
   collcomm::detail::FifoSizes fifoSizes;
   collcomm::detail::TunerConfig tuner;

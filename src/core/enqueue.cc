@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "common/log.h"
+#include "core/direct_collectives.h"
 #include "core/group.h"
 #include "device/dtypes.h"
 #include "device/host/host_executor.h"
@@ -112,6 +113,8 @@ Status checkOp(ccComm* comm, const Op& op, ccStream_t stream) {
   return kOk;
 }
 
+}  // namespace
+
 RedOpSpec opSpec(const ccComm* comm, const Op& op) {
   const int o = static_cast<int>(op.op);
   if (o < ccNumOps) return makeOpArg(op.op, op.dtype, comm->nranks);
@@ -132,6 +135,8 @@ Status failOp(ccComm* comm, Status s, const HostFailure& failure) {
   return s;
 }
 
+namespace {
+
 Status runOneShotAllReduce(ccComm* comm, const Op& op);
 
 Status runCollective(ccComm* comm, const Op& op) {
@@ -139,10 +144,12 @@ Status runCollective(ccComm* comm, const Op& op) {
   const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
                                               ? static_cast<size_t>(comm->nranks)
                                               : 1);
-  const CollPlan plan = planCollective(comm->tuner, op.kind, bytes, comm->nranks, static_cast<int>(comm->channels.size()));
+  const CollPlan plan = planCollective(comm->tuner, op.kind, bytes, comm->nranks,
+                                       static_cast<int>(comm->channels.size()), comm->directReach);
   CC_INFO(kSubsysTuning, "%s rank %d: %zu bytes, %s, algorithm %s, protocol %s, %d channel(s)", collName(op.kind),
           comm->rank, bytes, dtypeName(op.dtype), algorithmName(plan.algo), protocolName(plan.proto), plan.nChannels);
   if (plan.algo == Algorithm::kOneShot && comm->nranks > 2) return runOneShotAllReduce(comm, op);
+  if (plan.algo == Algorithm::kDirect) return runDirectCollective(comm, op, plan);
   HostChannel channels[64];
   for (int c = 0; c < plan.nChannels; ++c) {
     Channel& ch = comm->channels[c];
@@ -295,6 +302,10 @@ Status runOneShotAllReduce(ccComm* comm, const Op& op) {
 }
 
 }  // namespace
+
+Status connectCollPeers(ccComm* comm, std::vector<HostP2pOp>& ops, const Deadline& deadline) {
+  return connectP2p(comm, ops, comm->collPeers, kOneShotTagBase, comm->fifoSizes.oneShot, deadline);
+}
 
 Status checkEnumArgs(CollKind kind, int dtype, int op) {
   const char* name = collName(kind);

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "core/peer_info.h"
+#include "transport/cma/cma_probe.h"
 #include "transport/connect.h"
 
 namespace collcomm::detail {
@@ -150,6 +151,11 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
     CC_INFO(kSubsysInit,
             "rank %d: NET in use and this host's ranks and proxy threads outnumber their CPUs; waits yield at once",
             rank);
+  DirectAccess direct;
+  CC_CHECK(probeDirectAccess(*comm->bootstrap, comm->peers, rank, deadline, &direct));
+  comm->directReach = !direct.ok ? DirectReach::kNone
+                      : direct.crossProcess ? DirectReach::kCrossProcess
+                                            : DirectReach::kInProcess;
   logSummary(comm.get());
   *out = comm.release();
   return kOk;

@@ -6,6 +6,19 @@
 // - Algorithm: one-shot AllReduce while what a rank receives is at most 64 KiB (8 B: 0.24 us
 //   against the ring's 0.45; 64 KiB: 7.5 against 18.5 us), ring above (256 KiB: about equal).
 // - Results stream past the cache from 4 MiB (out of place 16 MiB: +20% busbw).
+// - Direct (single copy from the peers' buffers; 2026-11-23, 2 ranks, out-of-place / in-place us;
+//   docs/perf.md "Single-copy (Direct) collectives" has the tables and commands):
+//   * ranks as threads of one process (plain copies; best of 9 runs): AllGather, Broadcast and
+//     ReduceScatter win from 16 KiB up (AllGather 16 KiB 0.6/0.4 against the ring's 1.4/1.3,
+//     4 MiB 94/45 against 299/197; at 4 KiB ReduceScatter lost, 1.9 against 0.7); AllReduce only
+//     from 4 MiB (172/165 against 398/401; 1 MiB 45/50 against 49/54, and medians of 5 gave
+//     56/86 against 61/58 there).
+//   * ranks as processes (process_vm_readv pins every page it copies: 8-10 GB/s against
+//     memcpy's 40 in cache): loses at most sizes from 16 KiB to 256 MiB (AllGather 1 MiB 53/41
+//     against 37/30, ReduceScatter 16 MiB 3212/2667 against 1319/1000), so it is off unless
+//     forced or COLLCOMM_DIRECT_THRESHOLD is set.
+//   * Direct results stream past the cache only from 16 MiB: its working set has no FIFOs, and
+//     streaming at 4 MiB made AllGather 3x slower (353 against 109 us).
 #include "plan/tuner.h"
 
 #include <strings.h>
@@ -34,27 +47,66 @@ Status loadTunerConfig(TunerConfig* out) {
       cfg.forcedAlgo = static_cast<int>(Algorithm::kRing);
     else if (strcasecmp(algo.c_str(), "OneShot") == 0)
       cfg.forcedAlgo = static_cast<int>(Algorithm::kOneShot);
+    else if (strcasecmp(algo.c_str(), "Direct") == 0)
+      cfg.forcedAlgo = static_cast<int>(Algorithm::kDirect);
     else
       return CC_ERROR(Status::kInvalidArgument,
-                      "COLLCOMM_ALGO=%s is not an algorithm this build has (use Ring or OneShot)", algo.c_str());
+                      "COLLCOMM_ALGO=%s is not an algorithm this build has (use Ring, OneShot or Direct)",
+                      algo.c_str());
   }
   const int64_t oneShot = paramInt(Param::kOneshotThreshold);
   if (oneShot >= 0) cfg.oneShotThreshold = static_cast<size_t>(oneShot);
   const int64_t threshold = paramInt(Param::kLlThreshold);
   if (threshold >= 0) cfg.llThreshold = static_cast<size_t>(threshold);
   const int64_t stream = paramInt(Param::kStreamThreshold);
-  if (stream >= 0) cfg.streamThreshold = static_cast<size_t>(stream);
+  if (stream >= 0) cfg.streamThreshold = cfg.directStreamThreshold = static_cast<size_t>(stream);
+  const int64_t direct = paramInt(Param::kDirectThreshold);
+  if (direct >= 0)
+    for (int k = 0; k < kNumCollKinds; ++k)
+      if (hasDirect(static_cast<CollKind>(k)))
+        cfg.directThreshold[k] = cfg.directCmaThreshold[k] = static_cast<size_t>(direct);
   *out = cfg;
   return kOk;
 }
 
-CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels) {
+bool hasDirect(CollKind kind) {
+  return kind == CollKind::kAllGather || kind == CollKind::kBroadcast || kind == CollKind::kReduceScatter ||
+         kind == CollKind::kAllReduce;
+}
+
+std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectReach reach) {
+  std::array<size_t, kNumCollKinds> t;
+  t.fill(SIZE_MAX);
+  // Across processes (process_vm_readv) Direct lost at every size measured: none by default.
+  if (reach == DirectReach::kInProcess) {
+    t[static_cast<int>(CollKind::kAllGather)] = size_t{16} << 10;
+    t[static_cast<int>(CollKind::kBroadcast)] = size_t{16} << 10;
+    t[static_cast<int>(CollKind::kReduceScatter)] = size_t{16} << 10;
+    t[static_cast<int>(CollKind::kAllReduce)] = size_t{4} << 20;
+  }
+  return t;
+}
+
+CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
+                        DirectReach reach) {
   CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= cfg.streamThreshold};
+  // Direct, where the communicator can: forced, or from the collective's threshold. A forced
+  // Direct the communicator cannot run leaves the choice to the rules below.
+  if (reach != DirectReach::kNone && hasDirect(kind) && nranks >= 2) {
+    const bool forced = cfg.forcedAlgo == static_cast<int>(Algorithm::kDirect);
+    const size_t threshold = (reach == DirectReach::kInProcess ? cfg.directThreshold
+                                                                : cfg.directCmaThreshold)[static_cast<int>(kind)];
+    if (forced || (cfg.forcedAlgo < 0 && bytes >= threshold)) {
+      plan.algo = Algorithm::kDirect;
+      plan.streamResults = bytes >= cfg.directStreamThreshold;
+      return plan;
+    }
+  }
   // OneShot exists for AllReduce; a forced OneShot leaves the other collectives on rings. On more
   // than two ranks each rank receives (n-1) inputs and reduces them all, so the threshold applies
   // to what one rank receives.
   if (kind == CollKind::kAllReduce && nranks >= 2) {
-    if (cfg.forcedAlgo >= 0)
+    if (cfg.forcedAlgo >= 0 && cfg.forcedAlgo != static_cast<int>(Algorithm::kDirect))
       plan.algo = static_cast<Algorithm>(cfg.forcedAlgo);
     else if (bytes * static_cast<size_t>(nranks - 1) <= cfg.oneShotThreshold)
       plan.algo = Algorithm::kOneShot;

@@ -2,12 +2,21 @@
 // Control tier (runs once per operation, reads no environment: the communicator caches it).
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 
 #include "collectives/coll_list.h"
 #include "common/status.h"
 
 namespace collcomm::detail {
+
+// How a communicator's ranks can read each other's memory (decided at init, the same on every rank).
+enum class DirectReach : int {
+  kNone = 0,          // they cannot: no Direct algorithm
+  kInProcess = 1,     // all are threads of one process: plain copies
+  kCrossProcess = 2,  // some are other processes on this host: process_vm_readv
+};
 
 struct TunerConfig {
   int forcedProto = -1;        // -1: choose; else a Protocol value (COLLCOMM_PROTO)
@@ -21,6 +30,19 @@ struct TunerConfig {
   // Smallest message, in bytes, whose results go to the user's buffer by streaming stores
   // (COLLCOMM_STREAM_THRESHOLD); below it the result stays in cache for the caller.
   size_t streamThreshold = size_t{4} << 20;
+  // The same for the Direct algorithm, whose working set (no FIFOs, one copy) stays in cache
+  // longer (COLLCOMM_STREAM_THRESHOLD sets both).
+  size_t directStreamThreshold = size_t{16} << 20;
+  // Smallest message, in bytes as the perf tools count them (AllGather, ReduceScatter: every
+  // rank's part), run by the single-copy Direct algorithm, per collective; SIZE_MAX: never unless
+  // forced (COLLCOMM_DIRECT_THRESHOLD sets them all). One set for ranks that are threads of one
+  // process (plain copies), one for ranks that read each other through process_vm_readv (a
+  // syscall that pins every page it copies: several times slower than memcpy). Defaults and the
+  // measurements behind them: tuner.cc.
+  std::array<size_t, kNumCollKinds> directThreshold = defaultDirectThresholds(DirectReach::kInProcess);
+  std::array<size_t, kNumCollKinds> directCmaThreshold = defaultDirectThresholds(DirectReach::kCrossProcess);
+
+  static std::array<size_t, kNumCollKinds> defaultDirectThresholds(DirectReach reach);
 };
 
 struct CollPlan {
@@ -33,6 +55,11 @@ struct CollPlan {
 // Reads COLLCOMM_PROTO / COLLCOMM_ALGO and the thresholds; rejects unknown names.
 Status loadTunerConfig(TunerConfig* out);
 
-CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels);
+// reach: whether (and how) the communicator can run Direct.
+CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
+                        DirectReach reach = DirectReach::kNone);
+
+// Whether the Direct algorithm exists for `kind`.
+bool hasDirect(CollKind kind);
 
 }  // namespace collcomm::detail

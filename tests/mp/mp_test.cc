@@ -262,10 +262,13 @@ struct SweepParam {
   int nranks;
   const char* proto;  // COLLCOMM_PROTO, "" for the planner's choice
   bool net = false;   // COLLCOMM_SHM_DISABLE=1: the NET transport over loopback sockets
+  const char* algo = "";  // COLLCOMM_ALGO
+  bool cmaOff = false;    // COLLCOMM_CMA_DISABLE=1
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
-  *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "");
+  *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "")
+      << ", COLLCOMM_ALGO=\"" << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "");
 }
 
 class ProcessSweep : public ::testing::TestWithParam<SweepParam> {};
@@ -275,6 +278,8 @@ TEST_P(ProcessSweep, EveryCollectiveExact) {
   std::vector<std::string> env = {"COLLCOMM_TIMEOUT=60"};
   if (p.proto[0] != '\0') env.push_back(std::string("COLLCOMM_PROTO=") + p.proto);
   if (p.net) env.push_back("COLLCOMM_SHM_DISABLE=1");
+  if (p.algo[0] != '\0') env.push_back(std::string("COLLCOMM_ALGO=") + p.algo);
+  if (p.cmaOff) env.push_back("COLLCOMM_CMA_DISABLE=1");
   WorkerJob job("sweep", p.nranks, env, kDeadlineSeconds);
   const std::string err = job.run();
   ASSERT_EQ(err, "");
@@ -285,12 +290,49 @@ TEST_P(ProcessSweep, EveryCollectiveExact) {
 INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                          ::testing::Values(SweepParam{2, ""}, SweepParam{3, ""}, SweepParam{4, ""}, SweepParam{2, "LL"},
                                            SweepParam{2, "Simple"}, SweepParam{3, "", true},
-                                           SweepParam{2, "LL", true}),
+                                           SweepParam{2, "LL", true},
+                                           // Direct through process_vm_readv, and its fallback.
+                                           SweepParam{2, "", false, "Direct"}, SweepParam{3, "", false, "Direct"},
+                                           SweepParam{3, "", false, "Direct", true}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
-                                  (info.param.net ? "_net" : "");
+                                  (info.param.net ? "_net" : "") +
+                                  (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
+                                  (info.param.cmaOff ? "_nocma" : "");
                          });
+
+// Direct between processes really reads with process_vm_readv where the kernel allows it, and
+// COLLCOMM_CMA_DISABLE=1 turns it off with one INFO line (the sweeps above check the results).
+TEST(ProcessDirect, UsedWhereAllowedAndOffWithCmaDisabled) {
+  {
+    WorkerJob job("sweep", 2, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Direct", "COLLCOMM_DEBUG=INFO",
+                               "COLLCOMM_DEBUG_SUBSYS=INIT,TUNING"},
+                  kDeadlineSeconds);
+    ASSERT_EQ(job.run(), "");
+    expectAllSucceeded(job, 2);
+    const std::string out = job.allOutput();
+    if (out.find("Direct algorithm off") != std::string::npos) {
+      GTEST_SKIP() << "this host refuses process_vm_readv between the workers:\n"
+                   << out.substr(out.find("Direct algorithm off"), 300);
+    }
+    for (const char* coll : {"AllGather", "Broadcast", "ReduceScatter", "AllReduce"}) {
+      bool seen = false;
+      for (size_t at = out.find(std::string(coll) + " rank 1:"); at != std::string::npos && !seen;
+           at = out.find(std::string(coll) + " rank 1:", at + 1))
+        seen = out.compare(out.find("algorithm", at), 16, "algorithm Direct") == 0;
+      EXPECT_TRUE(seen) << coll << " never ran Direct between the processes";
+    }
+  }
+  WorkerJob job("sweep", 2, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Direct", "COLLCOMM_CMA_DISABLE=1",
+                             "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT,TUNING"},
+                kDeadlineSeconds);
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 2);
+  const std::string out = job.allOutput();
+  EXPECT_NE(out.find("Direct algorithm off: COLLCOMM_CMA_DISABLE=1"), std::string::npos) << out.substr(0, 2000);
+  EXPECT_EQ(out.find("algorithm Direct"), std::string::npos);
+}
 
 class ProcessP2p : public ::testing::TestWithParam<int> {};
 

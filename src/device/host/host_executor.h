@@ -48,7 +48,8 @@ Status hostRunReduceScatter(const HostCollArgs& args, const HostWaitContext& ctx
 Status hostRunCopyCollective(const HostCollArgs& args, const HostWaitContext& ctx);
 
 // dst = pre(srcs[0]) (+) pre(srcs[1]) (+) ... in that order, then post: the local half of the
-// one-shot AllReduce on more than two ranks. dst may be srcs[0]; no other overlap.
+// one-shot AllReduce on more than two ranks, and of the Direct ReduceScatter/AllReduce. dst may be
+// srcs[0] or srcs[1] (the first pass reads both before writing); no other overlap.
 struct HostLocalReduceArgs {
   const void* const* srcs;
   int nSrcs;

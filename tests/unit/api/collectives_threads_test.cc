@@ -69,6 +69,12 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
                                            SweepParam{3, "", false, false, "OneShot"},
                                            SweepParam{5, "", true, false, "OneShot"},
                                            SweepParam{3, "", false, true, "OneShot"},
+                                           // Direct (single-copy reads of the peers' buffers): every
+                                           // collective that has it, the rest as planned.
+                                           SweepParam{2, "", false, false, "Direct"},
+                                           SweepParam{3, "", false, false, "Direct"},
+                                           SweepParam{4, "", true, false, "Direct"},
+                                           SweepParam{5, "", false, false, "Direct", true},
                                            SweepParam{2, "", false, false, "Ring", true},
                                            SweepParam{3, "Simple", true, false, "", true}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {

@@ -2,6 +2,7 @@
 // host waits spin (core/peer_info.h).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
@@ -59,6 +60,57 @@ TEST(Planner, EnvironmentForcesAndRejects) {
   unsetenv("COLLCOMM_ALGO");
   unsetenv("COLLCOMM_PROTO");
   unsetenv("COLLCOMM_STREAM_THRESHOLD");
+}
+
+TEST(Planner, DirectWhereTheCommunicatorCan) {
+  const TunerConfig cfg = loaded();
+  constexpr auto kIn = DirectReach::kInProcess, kCross = DirectReach::kCrossProcess;
+  const size_t ag = cfg.directThreshold[static_cast<int>(CollKind::kAllGather)];
+  ASSERT_NE(ag, SIZE_MAX) << "Direct AllGather among threads is on by default (measured: tuner.cc)";
+  // From the threshold up, only when the communicator can.
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllGather, ag, 2, 1, kIn).algo, Algorithm::kDirect);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllGather, ag - 1, 2, 1, kIn).algo, Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllGather, ag, 2, 1, DirectReach::kNone).algo, Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllGather, ag, 2, 1).algo, Algorithm::kRing);
+  // Across processes the cross-memory-attach thresholds apply.
+  for (CollKind k : {CollKind::kAllGather, CollKind::kBroadcast, CollKind::kReduceScatter, CollKind::kAllReduce}) {
+    const size_t t = cfg.directCmaThreshold[static_cast<int>(k)];
+    if (t == SIZE_MAX) {
+      EXPECT_NE(planCollective(cfg, k, size_t{1} << 30, 2, 1, kCross).algo, Algorithm::kDirect) << collName(k);
+    } else {
+      EXPECT_EQ(planCollective(cfg, k, t, 2, 1, kCross).algo, Algorithm::kDirect) << collName(k);
+    }
+  }
+  // Collectives without a Direct algorithm never get it.
+  EXPECT_EQ(planCollective(cfg, CollKind::kReduce, size_t{1} << 30, 2, 1, kIn).algo, Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAlltoAll, size_t{1} << 30, 2, 1, kIn).algo, Algorithm::kRing);
+  // Small AllReduce stays one-shot.
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 2, 1, kIn).algo, Algorithm::kOneShot);
+}
+
+TEST(Planner, DirectForcedAndThresholdFromEnvironment) {
+  setenv("COLLCOMM_ALGO", "direct", 1);
+  TunerConfig cfg = loaded();
+  unsetenv("COLLCOMM_ALGO");
+  for (CollKind k : {CollKind::kAllGather, CollKind::kBroadcast, CollKind::kReduceScatter, CollKind::kAllReduce}) {
+    EXPECT_EQ(planCollective(cfg, k, 0, 3, 1, DirectReach::kInProcess).algo, Algorithm::kDirect) << collName(k);
+    EXPECT_EQ(planCollective(cfg, k, size_t{1} << 30, 2, 1, DirectReach::kCrossProcess).algo, Algorithm::kDirect)
+        << collName(k);
+  }
+  // Forced but not possible (or not existing): the normal choice.
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 2, 1, DirectReach::kNone).algo, Algorithm::kOneShot);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, size_t{1} << 30, 2, 1).algo, Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kReduce, 8, 2, 1, DirectReach::kInProcess).algo, Algorithm::kRing);
+  setenv("COLLCOMM_DIRECT_THRESHOLD", "4096", 1);
+  cfg = loaded();
+  unsetenv("COLLCOMM_DIRECT_THRESHOLD");
+  for (CollKind k : {CollKind::kAllGather, CollKind::kBroadcast, CollKind::kReduceScatter, CollKind::kAllReduce}) {
+    for (DirectReach reach : {DirectReach::kInProcess, DirectReach::kCrossProcess}) {
+      EXPECT_EQ(planCollective(cfg, k, 4096, 2, 1, reach).algo, Algorithm::kDirect) << collName(k);
+      EXPECT_NE(planCollective(cfg, k, 4095, 2, 1, reach).algo, Algorithm::kDirect) << collName(k);
+    }
+  }
+  EXPECT_EQ(cfg.directThreshold[static_cast<int>(CollKind::kReduce)], SIZE_MAX);
 }
 
 PeerInfo rankOn(uint64_t host, std::initializer_list<int> cpus) {

@@ -1,0 +1,293 @@
+// The Direct algorithm (see direct_collectives.h): descriptors, single-copy reads of the peers'
+// buffers, rank-ordered reductions, and the hand-shakes that keep every buffer valid while read.
+#include "core/direct_collectives.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+#include "common/log.h"
+#include "device/dtypes.h"
+#include "device/host/stream_store.h"
+#include "transport/cma/peer_memory.h"
+
+namespace collcomm::detail {
+namespace {
+
+// Each peer operand of a cross-process reduction is read into the scratch buffer in chunks of
+// this many bytes over all operands, so the reduction works on cached data.
+constexpr size_t kReduceScratchBytes = size_t{256} << 10;
+constexpr size_t kMinChunkBytes = size_t{4} << 10;
+// Block boundaries of the AllReduce halves fall on multiples of this many bytes.
+constexpr size_t kBlockAlignBytes = 64;
+
+// What a rank tells every peer about its call before any data moves.
+struct DirectDesc {
+  uint64_t sendbuff;
+  uint64_t recvbuff;
+  uint64_t count;
+  int32_t kind;
+  int32_t dtype;
+  int32_t op;  // a built-in ccRedOp_t; -1 for an op made by ccRedOpCreatePreMulSum (not compared)
+  int32_t root;
+};
+
+constexpr uint64_t kReadyToken = 0x5245414459ull;  // "READY": this rank's block is reduced
+constexpr uint64_t kDoneToken = 0x444f4e45ull;     // "DONE": this rank no longer reads peers' buffers
+
+class DirectRun {
+ public:
+  DirectRun(ccComm* comm, const Op& op, HostWaitContext& ctx, HostFailure& failure)
+      : comm_(comm),
+        op_(op),
+        ctx_(ctx),
+        failure_(failure),
+        n_(comm->nranks),
+        rank_(comm->rank),
+        elem_(dtypeSize(op.dtype)),
+        descs_(comm->nranks),
+        peers_(comm->nranks) {
+    for (int p = 0; p < n_; ++p) {
+      const PeerInfo& info = comm->peers[p];
+      peers_[p] = PeerMemory{p, info.pid, info.processToken == comm->peers[rank_].processToken, comm->hostNames[p]};
+    }
+  }
+
+  Status run() {
+    CC_CHECK(exchangeDescriptors());
+    switch (op_.kind) {
+      case CollKind::kAllGather:
+        return allGather();
+      case CollKind::kBroadcast:
+        return broadcast();
+      case CollKind::kReduceScatter:
+        return reduceScatter();
+      case CollKind::kAllReduce:
+        return allReduce();
+      default:
+        break;
+    }
+    return CC_ERROR(Status::kInternalError, "%s on rank %d: the Direct algorithm does not run this collective",
+                    collName(op_.kind), rank_);
+  }
+
+ private:
+  const char* name() const { return collName(op_.kind); }
+
+  // Sends `mine` (bytes) to the peers `to` names and receives into slots[p * bytes] from those
+  // `from` names (kAll, kNone, or one rank); every wait under the operation's deadline.
+  static constexpr int kAll = -1, kNone = -2;
+  Status exchange(const void* mine, size_t bytes, char* slots, int to, int from) {
+    std::vector<HostP2pOp> t;
+    t.reserve(2 * static_cast<size_t>(n_));
+    for (int p = 0; p < n_; ++p) {
+      if (p == rank_) continue;
+      if (to == kAll || to == p) t.push_back(HostP2pOp{true, p, const_cast<void*>(mine), bytes, nullptr, nullptr, 0});
+      if (from == kAll || from == p) t.push_back(HostP2pOp{false, p, slots + bytes * p, bytes, nullptr, nullptr, 0});
+    }
+    if (t.empty()) return kOk;
+    if (n_ == 2 && !comm_->channels.empty()) {
+      // Two ranks: the ring's first channel already joins them both ways (as the two-rank
+      // one-shot AllReduce uses it), so nothing is connected per operation.
+      for (HostP2pOp& op : t) {
+        op.send = &comm_->channels[0].send;
+        op.recv = &comm_->channels[0].recv;
+      }
+    } else {
+      CC_CHECK(connectCollPeers(comm_, t, ctx_.deadline));
+    }
+    return hostRunP2p(t, rank_, ctx_);
+  }
+
+  Status exchangeDescriptors() {
+    const int o = static_cast<int>(op_.op);
+    DirectDesc& mine = descs_[rank_];
+    mine = DirectDesc{reinterpret_cast<uint64_t>(op_.sendbuff),
+                      reinterpret_cast<uint64_t>(op_.recvbuff),
+                      op_.count,
+                      static_cast<int32_t>(op_.kind),
+                      static_cast<int32_t>(op_.dtype),
+                      collReduces(op_.kind) && o < ccNumOps ? o : -1,
+                      op_.root};
+    if (!collReduces(op_.kind)) mine.op = -1;
+    if (op_.kind != CollKind::kBroadcast) mine.root = -1;
+    CC_CHECK(exchange(&mine, sizeof(DirectDesc), reinterpret_cast<char*>(descs_.data()), kAll, kAll));
+    for (int p = 0; p < n_; ++p) {
+      const DirectDesc& d = descs_[p];
+      const bool sameOp = d.op == mine.op || d.op < 0 || mine.op < 0;
+      if (d.kind == mine.kind && d.count == mine.count && d.dtype == mine.dtype && d.root == mine.root && sameOp)
+        continue;
+      failure_ = HostFailure{rank_, kGoneFailed};
+      const bool kindOk = d.kind >= 0 && d.kind < kNumCollKinds;
+      const bool dtypeOk = d.dtype >= 0 && d.dtype < ccNumTypes;
+      return CC_ERROR(Status::kInvalidUsage,
+                      "%s on rank %d: rank %d (host %s) called %s with count %llu, type %s, op %d, root %d where this "
+                      "rank has count %zu, type %s, op %d, root %d; every rank must make the same call",
+                      name(), rank_, p, comm_->hostNames[p], kindOk ? collName(static_cast<CollKind>(d.kind)) : "?",
+                      static_cast<unsigned long long>(d.count),
+                      dtypeOk ? dtypeName(static_cast<ccDataType_t>(d.dtype)) : "?", d.op, d.root, op_.count,
+                      dtypeName(op_.dtype), mine.op, mine.root);
+    }
+    return kOk;
+  }
+
+  // Copies `bytes` at `remote` in rank p's memory (p may be this rank) to `dst`. Large results
+  // (the plan's streamResults) bypass the cache when this thread does the copy, as the ring's do;
+  // process_vm_readv copies in the kernel, with plain stores.
+  Status read(int p, uint64_t remote, void* dst, size_t bytes) {
+    if (peers_[p].sameProcess && ctx_.streamResults) {
+      streamCopy(dst, reinterpret_cast<const void*>(remote), bytes);
+      return kOk;
+    }
+    const Status s = readPeer(peers_[p], reinterpret_cast<const void*>(remote), dst, bytes, name(), rank_);
+    if (!isOk(s)) failure_ = HostFailure{p, kGoneFailed};
+    return s;
+  }
+
+  // Before telling peers that a result is complete: streaming stores are weakly ordered.
+  Status signalAll(uint64_t token) {
+    if (ctx_.streamResults) streamFence();
+    std::vector<uint64_t> got(static_cast<size_t>(n_));
+    return exchange(&token, sizeof(token), reinterpret_cast<char*>(got.data()), kAll, kAll);
+  }
+
+  Status allGather() {
+    const size_t bytes = op_.count * elem_;
+    char* recv = static_cast<char*>(op_.recvbuff);
+    if (op_.sendbuff != recv + bytes * rank_)
+      CC_CHECK(read(rank_, reinterpret_cast<uint64_t>(op_.sendbuff), recv + bytes * rank_, bytes));
+    // Starting at the next rank spreads the readers over the peers' buffers.
+    for (int i = 1; i < n_; ++i) {
+      const int p = (rank_ + i) % n_;
+      CC_CHECK(read(p, descs_[p].sendbuff, recv + bytes * p, bytes));
+    }
+    return signalAll(kDoneToken);
+  }
+
+  Status broadcast() {
+    const size_t bytes = op_.count * elem_;
+    const int root = op_.root;
+    uint64_t token = kDoneToken;
+    if (rank_ == root) {
+      if (op_.sendbuff != op_.recvbuff)
+        CC_CHECK(read(rank_, reinterpret_cast<uint64_t>(op_.sendbuff), op_.recvbuff, bytes));
+      std::vector<uint64_t> got(static_cast<size_t>(n_));
+      // Only the root's buffer is read: it waits for every reader, the others return at once.
+      return exchange(&token, sizeof(token), reinterpret_cast<char*>(got.data()), kNone, kAll);
+    }
+    CC_CHECK(read(root, descs_[root].sendbuff, op_.recvbuff, bytes));
+    if (ctx_.streamResults) streamFence();
+    return exchange(&token, sizeof(token), nullptr, root, kNone);
+  }
+
+  // Scratch for the operands of one chunk: n slots of chunkBytes().
+  size_t chunkBytes() const {
+    const size_t perOperand = std::max(kMinChunkBytes, kReduceScratchBytes / static_cast<size_t>(n_));
+    return perOperand / kBlockAlignBytes * kBlockAlignBytes;
+  }
+  Status ensureScratch() {
+    const size_t want = chunkBytes() * static_cast<size_t>(n_);
+    if (comm_->directScratch.size() >= want) return kOk;
+    try {
+      comm_->directScratch.resize(want);
+    } catch (const std::bad_alloc&) {
+      return CC_ERROR(Status::kSystemError, "%s on rank %d: no memory for the Direct algorithm's %zu-byte scratch",
+                      name(), rank_, want);
+    }
+    return kOk;
+  }
+
+  // dst[i] = operand_0[i] (+) operand_1[i] (+) ... for i < count, in rank order, where operand p
+  // starts at byte `offset` of rank p's send buffer. ownAliased: dst is this rank's own operand
+  // (in place). Ranks 0 and 1 reduce over it as it is (the first pass reads element i of both
+  // operands before writing it); higher ranks' operands would be overwritten by earlier passes,
+  // so they are copied aside chunk by chunk first.
+  Status reduceBlock(size_t offset, size_t count, void* dst, bool ownAliased) {
+    if (count == 0) return kOk;
+    CC_CHECK(ensureScratch());
+    const RedOpSpec spec = opSpec(comm_, op_);
+    const size_t slot = chunkBytes();
+    const size_t chunkElems = slot / elem_;
+    std::vector<const void*> srcs(static_cast<size_t>(n_));
+    char* scratch = comm_->directScratch.data();
+    for (size_t first = 0; first < count; first += chunkElems) {
+      const size_t elems = std::min(chunkElems, count - first);
+      const size_t at = offset + first * elem_, len = elems * elem_;
+      for (int p = 0; p < n_; ++p) {
+        const uint64_t remote = descs_[p].sendbuff + at;
+        if (p == rank_) {
+          srcs[p] = reinterpret_cast<const void*>(remote);
+          if (ownAliased && rank_ >= 2) {
+            memcpy(scratch + slot * p, srcs[p], len);
+            srcs[p] = scratch + slot * p;
+          }
+        } else if (peers_[p].sameProcess) {
+          srcs[p] = reinterpret_cast<const void*>(remote);
+        } else {
+          CC_CHECK(read(p, remote, scratch + slot * p, len));
+          srcs[p] = scratch + slot * p;
+        }
+      }
+      CC_CHECK(hostReduceLocal(
+          HostLocalReduceArgs{srcs.data(), n_, static_cast<char*>(dst) + first * elem_, elems, op_.dtype, spec}));
+    }
+    return kOk;
+  }
+
+  Status reduceScatter() {
+    const size_t bytes = op_.count * elem_;
+    const bool inPlace = op_.recvbuff == static_cast<const char*>(op_.sendbuff) + bytes * rank_;
+    CC_CHECK(reduceBlock(bytes * rank_, op_.count, op_.recvbuff, inPlace));
+    return signalAll(kDoneToken);
+  }
+
+  // Block b of an AllReduce: elements [begin, end), boundaries on kBlockAlignBytes.
+  void block(int b, size_t* begin, size_t* end) const {
+    const size_t align = std::max<size_t>(1, kBlockAlignBytes / elem_);
+    size_t per = (op_.count + n_ - 1) / n_;
+    per = (per + align - 1) / align * align;
+    *begin = std::min(op_.count, per * b);
+    *end = std::min(op_.count, per * (b + 1));
+  }
+
+  Status allReduce() {
+    char* recv = static_cast<char*>(op_.recvbuff);
+    size_t begin, end;
+    block(rank_, &begin, &end);
+    CC_CHECK(reduceBlock(begin * elem_, end - begin, recv + begin * elem_, op_.sendbuff == op_.recvbuff));
+    // In place, reading a peer's block overwrites this rank's input there, which that peer may
+    // still be reducing: wait until every block is reduced.
+    CC_CHECK(signalAll(kReadyToken));
+    for (int i = 1; i < n_; ++i) {
+      const int p = (rank_ + i) % n_;
+      block(p, &begin, &end);
+      CC_CHECK(read(p, descs_[p].recvbuff + begin * elem_, recv + begin * elem_, (end - begin) * elem_));
+    }
+    return signalAll(kDoneToken);
+  }
+
+  ccComm* comm_;
+  const Op& op_;
+  HostWaitContext& ctx_;
+  HostFailure& failure_;
+  const int n_;
+  const int rank_;
+  const size_t elem_;
+  std::vector<DirectDesc> descs_;
+  std::vector<PeerMemory> peers_;
+};
+
+}  // namespace
+
+Status runDirectCollective(ccComm* comm, const Op& op, const CollPlan& plan) {
+  HostFailure failure;
+  HostWaitContext ctx = comm->waitContext(collName(op.kind));
+  ctx.failure = &failure;
+  ctx.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
+  ctx.streamResults = plan.streamResults;
+  DirectRun run(comm, op, ctx, failure);
+  return failOp(comm, run.run(), failure);
+}
+
+}  // namespace collcomm::detail
