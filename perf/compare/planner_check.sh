@@ -36,6 +36,8 @@ BIND=(--bind none)
 CHOICES=("default:" "Ring/Simple:COLLCOMM_ALGO=Ring COLLCOMM_PROTO=Simple" "Ring/LL:COLLCOMM_ALGO=Ring COLLCOMM_PROTO=LL")
 (( RANKS == 2 )) && CHOICES+=("OneShot/Simple:COLLCOMM_ALGO=OneShot COLLCOMM_PROTO=Simple"
                               "OneShot/LL:COLLCOMM_ALGO=OneShot COLLCOMM_PROTO=LL")
+# Direct (single copy; process_vm_readv between these processes) where the op has it.
+CHOICES+=("Direct:COLLCOMM_ALGO=Direct")
 # Timed iterations: roughly 0.05-0.2 s per run at every size on the 2-vCPU VM.
 iters() {
   local s="$1" n="${1%[KMG]}"

@@ -1,6 +1,8 @@
 // Communicator methods shared by the operation paths.
 #include "core/comm.h"
 
+#include "proxy/proxy.h"
+
 using namespace collcomm::detail;
 
 HostWaitContext ccComm::waitContext(const char* opName) const {
@@ -10,6 +12,7 @@ HostWaitContext ccComm::waitContext(const char* opName) const {
   // phase (reading the clock costs as much as a whole small operation on some machines).
   ctx.timeoutSeconds = config.timeoutSeconds;
   ctx.spinCount = usesNet ? netSpinCount : spinCount;
+  if (usesNet) ctx.progress = proxyRoundHere;
   ctx.opName = opName;
   ctx.rank = rank;
   ctx.nranks = nranks;

@@ -64,13 +64,33 @@ class Proxy {
   }
   void opEnd() { active_.fetch_sub(1, std::memory_order_acq_rel); }
 
+  // One round on the caller's thread, unless the proxy thread (or another caller) is in one.
+  bool roundHere() {
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    for (ProxyClient* c : clients_) (void)c->progress();
+    hereRounds_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
  private:
   void loop() {
     using Clock = std::chrono::steady_clock;
     int burst = 0;
     Clock::time_point lastBusy = Clock::now();
+    uint64_t hereSeen = 0;
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
+      // A waiting executor ran rounds itself since the last look: it is polling, so stand aside
+      // (on a shared core, a round here would only delay its next one).
+      if (const uint64_t here = hereRounds_.load(std::memory_order_relaxed); here != hereSeen) {
+        hereSeen = here;
+        lastBusy = Clock::now();
+        lock.unlock();
+        sched_yield();
+        lock.lock();
+        continue;
+      }
       bool moved = false, work = false;
       for (ProxyClient* c : clients_) {
         moved |= c->progress();
@@ -106,6 +126,7 @@ class Proxy {
   bool stop_ = false;
   std::atomic<int> active_{0};
   std::atomic<bool> sleeping_{false};
+  std::atomic<uint64_t> hereRounds_{0};  // rounds run by waiting executors (roundHere)
 };
 
 Proxy& proxy() {
@@ -119,5 +140,6 @@ void proxyAdd(ProxyClient* client) { proxy().add(client); }
 void proxyRemove(ProxyClient* client) { proxy().remove(client); }
 ProxyActivity::ProxyActivity() { proxy().opBegin(); }
 ProxyActivity::~ProxyActivity() { proxy().opEnd(); }
+bool proxyRoundHere() { return proxy().roundHere(); }
 
 }  // namespace collcomm::detail

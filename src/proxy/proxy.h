@@ -7,7 +7,8 @@
 // on a condition variable otherwise, so an idle process burns no core. It starts with the first
 // client and ends with the last.
 //
-// Threading: progress()/hasWork() run on the proxy thread only, never at the same time as the
+// Threading: progress()/hasWork() run on the proxy thread, or on a waiting executor's thread
+// (proxyRoundHere), one round at a time under the proxy's lock, never at the same time as the
 // client's deregistration, which waits for the current round to end. Setup tier: proxyAdd/Remove;
 // control tier: ProxyActivity (an atomic, and a wake-up when the proxy sleeps).
 #pragma once
@@ -24,6 +25,11 @@ class ProxyClient {
 };
 
 void proxyAdd(ProxyClient* client);
+// Runs one progress round of every client on the calling thread, unless a round is under way
+// (then returns false at once); true if it ran one. An executor waiting on a NET connection
+// calls it instead of yielding its core to the proxy thread: where the two share a core, every
+// hand-off between them was a context switch (four per message each way).
+bool proxyRoundHere();
 // Returns once the proxy thread no longer touches `client`.
 void proxyRemove(ProxyClient* client);
 

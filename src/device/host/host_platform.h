@@ -47,6 +47,11 @@ struct HostWaitContext {
   int nranks = 0;
   const char* const* hostNames = nullptr;  // per rank, for naming a root cause
   HostFailure* failure = nullptr;          // where to say who caused a failure (may be null)
+  // Past the spin phase, a wait calls this between polls (null: never): one round of the
+  // process's network progress on the waiting thread (proxyRoundHere); true if it ran one. A
+  // wait that runs rounds itself yields its core only every 16th poll (the proxy thread stands
+  // aside meanwhile); one that finds a round under way yields at once.
+  bool (*progress)() = nullptr;
 };
 
 inline void cpuRelax() {
@@ -91,7 +96,7 @@ class HostPlatform {
     auto recheck = [](void* p) { return (*static_cast<std::remove_reference_t<Pred>*>(p))(); };
     for (uint32_t i = 0;; ++i) {
       if (pred()) return true;
-      sched_yield();
+      if (!progressHere() || (i & 15) == 15) sched_yield();
       if ((i & 7) == 7 && !healthy(peer, what, {recheck, &pred})) return false;
     }
   }
@@ -103,7 +108,7 @@ class HostPlatform {
       cpuRelax();
       return true;
     }
-    sched_yield();
+    if (!progressHere() || (i & 15) == 15) sched_yield();
     // The caller's next round is the second look at a peer that left (see Recheck).
     auto oneMoreRound = [](void* self) {
       auto* plat = static_cast<HostPlatform*>(self);
@@ -148,6 +153,7 @@ class HostPlatform {
   void blame(int culprit, GoneReason reason) {
     if (ctx_.failure != nullptr) *ctx_.failure = HostFailure{culprit, reason};
   }
+  bool progressHere() const { return ctx_.progress != nullptr && ctx_.progress(); }
   const char* hostOf(int rank) const {
     return ctx_.hostNames != nullptr && rank >= 0 && rank < ctx_.nranks ? ctx_.hostNames[rank] : "?";
   }
