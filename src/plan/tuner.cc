@@ -15,8 +15,13 @@
 //     56/86 against 61/58 there).
 //   * ranks as processes (process_vm_readv pins every page it copies: 8-10 GB/s against
 //     memcpy's 40 in cache): loses at most sizes from 16 KiB to 256 MiB (AllGather 1 MiB 53/41
-//     against 37/30, ReduceScatter 16 MiB 3212/2667 against 1319/1000), so it is off unless
-//     forced or COLLCOMM_DIRECT_THRESHOLD is set.
+//     against 37/30, ReduceScatter 16 MiB 3212/2667 against 1319/1000), except a window where
+//     the ring's two copies of one or two FIFO steps do not overlap yet: AllGather 64-128 KiB
+//     (64 KiB 4.8/4.4 against 5.5/4.8, 128 KiB 7.6-8.1/6.5 against 9.2-9.8/8.6-9.0; 32 KiB
+//     3.5/3.1 against 2.0-2.9/1.4-2.6; 256 KiB 13.9/11.2 against 11.6/8.8) and Broadcast at
+//     64 KiB (6.3-6.4/6.5-7.4 against 8.6-9.2/7.3-7.8; 128 KiB in place 10.8-10.9 against
+//     9.3-10.2), three alternated runs each, 2026-11-23. Everything else is off unless forced or
+//     COLLCOMM_DIRECT_THRESHOLD is set (which also lifts the window's upper end).
 //   * Direct results stream past the cache only from 16 MiB: its working set has no FIFOs, and
 //     streaming at 4 MiB made AllGather 3x slower (353 against 109 us).
 #include "plan/tuner.h"
@@ -65,6 +70,7 @@ Status loadTunerConfig(TunerConfig* out) {
     for (int k = 0; k < kNumCollKinds; ++k)
       if (hasDirect(static_cast<CollKind>(k)))
         cfg.directThreshold[k] = cfg.directCmaThreshold[k] = static_cast<size_t>(direct);
+  if (direct >= 0) cfg.directCmaMax.fill(SIZE_MAX);
   *out = cfg;
   return kOk;
 }
@@ -77,13 +83,24 @@ bool hasDirect(CollKind kind) {
 std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectReach reach) {
   std::array<size_t, kNumCollKinds> t;
   t.fill(SIZE_MAX);
-  // Across processes (process_vm_readv) Direct lost at every size measured: none by default.
   if (reach == DirectReach::kInProcess) {
     t[static_cast<int>(CollKind::kAllGather)] = size_t{16} << 10;
     t[static_cast<int>(CollKind::kBroadcast)] = size_t{16} << 10;
     t[static_cast<int>(CollKind::kReduceScatter)] = size_t{16} << 10;
     t[static_cast<int>(CollKind::kAllReduce)] = size_t{4} << 20;
+  } else {
+    // Across processes only AllGather and Broadcast, in a window (see defaultDirectCmaMax).
+    t[static_cast<int>(CollKind::kAllGather)] = size_t{64} << 10;
+    t[static_cast<int>(CollKind::kBroadcast)] = size_t{64} << 10;
   }
+  return t;
+}
+
+std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectCmaMax() {
+  std::array<size_t, kNumCollKinds> t;
+  t.fill(SIZE_MAX);
+  t[static_cast<int>(CollKind::kAllGather)] = size_t{128} << 10;
+  t[static_cast<int>(CollKind::kBroadcast)] = size_t{96} << 10;
   return t;
 }
 
@@ -96,7 +113,8 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
     const bool forced = cfg.forcedAlgo == static_cast<int>(Algorithm::kDirect);
     const size_t threshold = (reach == DirectReach::kInProcess ? cfg.directThreshold
                                                                 : cfg.directCmaThreshold)[static_cast<int>(kind)];
-    if (forced || (cfg.forcedAlgo < 0 && bytes >= threshold)) {
+    const size_t limit = reach == DirectReach::kInProcess ? SIZE_MAX : cfg.directCmaMax[static_cast<int>(kind)];
+    if (forced || (cfg.forcedAlgo < 0 && bytes >= threshold && bytes <= limit)) {
       plan.algo = Algorithm::kDirect;
       plan.streamResults = bytes >= cfg.directStreamThreshold;
       return plan;

@@ -41,8 +41,12 @@ struct TunerConfig {
   // measurements behind them: tuner.cc.
   std::array<size_t, kNumCollKinds> directThreshold = defaultDirectThresholds(DirectReach::kInProcess);
   std::array<size_t, kNumCollKinds> directCmaThreshold = defaultDirectThresholds(DirectReach::kCrossProcess);
+  // Largest message run by Direct across processes (inclusive; SIZE_MAX: no limit): the kernel's
+  // copy wins only in a window of sizes (tuner.cc). COLLCOMM_DIRECT_THRESHOLD lifts the limit.
+  std::array<size_t, kNumCollKinds> directCmaMax = defaultDirectCmaMax();
 
   static std::array<size_t, kNumCollKinds> defaultDirectThresholds(DirectReach reach);
+  static std::array<size_t, kNumCollKinds> defaultDirectCmaMax();
 };
 
 struct CollPlan {

@@ -78,7 +78,13 @@ TEST(Planner, DirectWhereTheCommunicatorCan) {
     if (t == SIZE_MAX) {
       EXPECT_NE(planCollective(cfg, k, size_t{1} << 30, 2, 1, kCross).algo, Algorithm::kDirect) << collName(k);
     } else {
+      const size_t max = cfg.directCmaMax[static_cast<int>(k)];
       EXPECT_EQ(planCollective(cfg, k, t, 2, 1, kCross).algo, Algorithm::kDirect) << collName(k);
+      EXPECT_NE(planCollective(cfg, k, t - 1, 2, 1, kCross).algo, Algorithm::kDirect) << collName(k);
+      EXPECT_EQ(planCollective(cfg, k, max, 2, 1, kCross).algo, Algorithm::kDirect) << collName(k);
+      if (max != SIZE_MAX) {
+        EXPECT_NE(planCollective(cfg, k, max + 1, 2, 1, kCross).algo, Algorithm::kDirect) << collName(k);
+      }
     }
   }
   // Collectives without a Direct algorithm never get it.
@@ -107,6 +113,7 @@ TEST(Planner, DirectForcedAndThresholdFromEnvironment) {
   for (CollKind k : {CollKind::kAllGather, CollKind::kBroadcast, CollKind::kReduceScatter, CollKind::kAllReduce}) {
     for (DirectReach reach : {DirectReach::kInProcess, DirectReach::kCrossProcess}) {
       EXPECT_EQ(planCollective(cfg, k, 4096, 2, 1, reach).algo, Algorithm::kDirect) << collName(k);
+      EXPECT_EQ(planCollective(cfg, k, size_t{1} << 30, 2, 1, reach).algo, Algorithm::kDirect) << collName(k);
       EXPECT_NE(planCollective(cfg, k, 4095, 2, 1, reach).algo, Algorithm::kDirect) << collName(k);
     }
   }
