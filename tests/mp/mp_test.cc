@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "collcomm.h"
+#include "support/ipv6_loopback.h"
 
 extern char** environ;
 
@@ -355,26 +356,12 @@ TEST(ProcessP2pNet, GroupsAndSplitOverNet) {
   expectAllSucceeded(job, 3);
 }
 
-// Why IPv6 loopback cannot be used here, or "" when it can.
-std::string ipv6LoopbackUnavailable() {
-  const int fd = socket(AF_INET6, SOCK_STREAM, 0);
-  if (fd < 0) return std::string("no IPv6 sockets on this machine: ") + strerror(errno);
-  sockaddr_in6 a{};
-  a.sin6_family = AF_INET6;
-  a.sin6_addr = in6addr_loopback;
-  const int rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  const int err = errno;
-  close(fd);
-  if (rc != 0) return std::string("cannot bind ::1 (IPv6 loopback disabled?): ") + strerror(err);
-  return "";
-}
-
 // The sweep (every collective, allreduce among them) over NET on IPv6 loopback:
 // COLLCOMM_SOCKET_IFNAME==lo COLLCOMM_SOCKET_FAMILY=AF_INET6 for the workers and for this driver,
 // whose ccGetUniqueId starts the rendezvous root. Every worker's log must show the bootstrap and
 // the NET device on ::1 and its ring over NET.
 TEST(ProcessNetIpv6, SweepOverIpv6Loopback) {
-  if (const std::string why = ipv6LoopbackUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = test::ipv6LoopbackUnavailable(); !why.empty()) GTEST_SKIP() << why;
   struct DriverEnv {
     DriverEnv() {
       setenv("COLLCOMM_SOCKET_IFNAME", "=lo", 1);

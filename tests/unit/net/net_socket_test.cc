@@ -16,6 +16,7 @@
 
 #include "bootstrap/socket.h"
 #include "common/status.h"
+#include "support/ipv6_loopback.h"
 #include "support/watchdog.h"
 #include "transport/net/net.h"
 
@@ -391,25 +392,11 @@ TEST(NetSocket, PeerClosingAfterItsLastMessageIsNoWarning) {
   EXPECT_EQ(threadLastError(), "") << "a peer's normal close was reported as a warning";
 }
 
-// Why IPv6 loopback cannot be used here, or "" when it can.
-std::string ipv6LoopbackUnavailable() {
-  const int fd = socket(AF_INET6, SOCK_STREAM, 0);
-  if (fd < 0) return std::string("no IPv6 sockets on this machine: ") + strerror(errno);
-  sockaddr_in6 a{};
-  a.sin6_family = AF_INET6;
-  a.sin6_addr = in6addr_loopback;
-  const int rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  const int err = errno;
-  close(fd);
-  if (rc != 0) return std::string("cannot bind ::1 (IPv6 loopback disabled?): ") + strerror(err);
-  return "";
-}
-
 // COLLCOMM_SOCKET_IFNAME=lo COLLCOMM_SOCKET_FAMILY=AF_INET6: the backend's device is ::1 and
 // messages cross it intact, inline and split over data sockets.
 TEST(NetSocket, Ipv6LoopbackCarriesMessages) {
   test::Watchdog dog(120, "net socket ipv6");
-  if (const std::string why = ipv6LoopbackUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = test::ipv6LoopbackUnavailable(); !why.empty()) GTEST_SKIP() << why;
   setenv("COLLCOMM_SOCKET_IFNAME", "=lo", 1);
   setenv("COLLCOMM_SOCKET_FAMILY", "AF_INET6", 1);
   const NetOpsV1& n = socketNet();
