@@ -12,41 +12,44 @@
 
 namespace collcomm::detail {
 
-class ApiScope {
+// What both scopes share: the per-thread error cleared on entry, the communicator (null unless it
+// was live on entry), and the failure's sentence copied to it on the way out.
+class CallScope {
  public:
-  explicit ApiScope(ccComm* comm) : comm_(comm) {
-    clearThreadLastError();
-    if (live()) comm_->busy.fetch_add(1);
-    else comm_ = nullptr;
-  }
-  ~ApiScope() {
-    if (comm_ != nullptr) comm_->busy.fetch_sub(1);
-  }
-  ApiScope(const ApiScope&) = delete;
-  ApiScope& operator=(const ApiScope&) = delete;
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
 
   ccResult_t finish(Status s) {
     if (!isOk(s) && comm_ != nullptr) comm_->lastError = threadLastError();
     return toResult(s);
   }
 
- private:
-  bool live() const { return comm_ != nullptr && comm_->magic == kCommMagic; }
+ protected:
+  explicit CallScope(ccComm* comm) : comm_(comm != nullptr && comm->magic == kCommMagic ? comm : nullptr) {
+    clearThreadLastError();
+  }
+  ~CallScope() = default;
   ccComm* comm_;
+};
+
+class ApiScope : public CallScope {
+ public:
+  explicit ApiScope(ccComm* comm) : CallScope(comm) {
+    if (comm_ != nullptr) comm_->busy.fetch_add(1);
+  }
+  ~ApiScope() {
+    if (comm_ != nullptr) comm_->busy.fetch_sub(1);
+  }
 };
 
 // The operations' entry points (ccAllReduce, ccSend, ...): as ApiScope, but the communicator is
 // marked busy without a locked instruction (see asymmetric_fence.h): opsBusy is written only by
 // the thread running the communicator's operations (operations on one communicator never run on
 // two threads at once), and ccCommAbort fences for both sides before it reads it.
-class OpScope {
+class OpScope : public CallScope {
  public:
-  explicit OpScope(ccComm* comm) : comm_(comm) {
-    clearThreadLastError();
-    if (comm_ == nullptr || comm_->magic != kCommMagic) {
-      comm_ = nullptr;
-      return;
-    }
+  explicit OpScope(ccComm* comm) : CallScope(comm) {
+    if (comm_ == nullptr) return;
     comm_->opsBusy.store(comm_->opsBusy.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     lightFence(comm_->asymmetricFence);  // before the operation reads abortFlag
   }
@@ -55,16 +58,6 @@ class OpScope {
     if (comm_ != nullptr)
       comm_->opsBusy.store(comm_->opsBusy.load(std::memory_order_relaxed) - 1, std::memory_order_release);
   }
-  OpScope(const OpScope&) = delete;
-  OpScope& operator=(const OpScope&) = delete;
-
-  ccResult_t finish(Status s) {
-    if (!isOk(s) && comm_ != nullptr) comm_->lastError = threadLastError();
-    return toResult(s);
-  }
-
- private:
-  ccComm* comm_;
 };
 
 }  // namespace collcomm::detail
