@@ -144,9 +144,12 @@ need_mpich=0; need_gloo=0
 has_case shm && [[ -n "${WANT_PEER[mpich]:-}" ]] && need_mpich=1
 has_case net && has_op allreduce && [[ -n "${WANT_PEER[gloo]:-}" ]] && need_gloo=1
 need_pkgs=()
-command -v mpicxx.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null || need_pkgs+=(openmpi-bin libopenmpi-dev)
+# The compiler wrappers can be present without the headers (openmpi-bin without libopenmpi-dev),
+# so the -dev package is checked by name.
+installed() { [[ "$(dpkg-query -W -f '${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]; }
+command -v mpirun.openmpi >/dev/null && installed libopenmpi-dev || need_pkgs+=(openmpi-bin libopenmpi-dev)
 if ((need_mpich)); then
-  command -v mpicxx.mpich >/dev/null && command -v mpirun.mpich >/dev/null || need_pkgs+=(mpich libmpich-dev)
+  command -v mpirun.mpich >/dev/null && installed libmpich-dev || need_pkgs+=(mpich libmpich-dev)
 fi
 if ((need_gloo)); then [[ -f /usr/include/gloo/allreduce.h ]] || need_pkgs+=(libgloo-dev); fi
 if ((${#need_pkgs[@]})); then

@@ -29,7 +29,12 @@ struct RingWork {
   const int* ringRanks;  // rank at each ring position; the ring sends to position + 1
 };
 
-CC_HD inline int ringMod(int x, int n) { return ((x % n) + n) % n; }
+// x mod n in [0, n). Ring arithmetic almost always lands within one lap, where no division is
+// needed (a division costs more than the rest of a small operation's ring bookkeeping).
+CC_HD inline int ringMod(int x, int n) {
+  if (x >= 0) return x < n ? x : x % n;
+  return x >= -n ? x + n : ((x % n) + n) % n;
+}
 CC_HD inline size_t minSize(size_t a, size_t b) { return a < b ? a : b; }
 
 // Steps per pipeline chunk: half the FIFO, so a rank can fill one half while the next drains the
@@ -38,6 +43,11 @@ inline constexpr size_t kChunkSteps = kNumSteps / 2;
 
 // Channel c's share of `count` elements when the work is split over nChannels rings.
 CC_HD inline void channelPart(size_t count, int nChannels, int c, size_t* offset, size_t* n) {
+  if (nChannels == 1) {  // no division for the common case
+    *offset = 0;
+    *n = count;
+    return;
+  }
   const size_t per = (count + nChannels - 1) / nChannels;
   *offset = minSize(per * c, count);
   *n = minSize(per, count - *offset);

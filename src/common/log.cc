@@ -14,6 +14,9 @@
 #include "common/params.h"
 
 namespace collcomm::detail {
+
+std::atomic<int> gLogLevel{-1};
+
 namespace {
 
 struct LogConfig {
@@ -81,6 +84,7 @@ LogConfig& config() {
         cfg.out = f;
       }
     }
+    gLogLevel.store(static_cast<int>(cfg.level), std::memory_order_release);
   });
   return cfg;
 }
@@ -97,7 +101,7 @@ const char* levelName(LogLevel level) {
 
 }  // namespace
 
-bool logEnabled(LogLevel level, uint32_t subsys) {
+bool logEnabledSlow(LogLevel level, uint32_t subsys) {
   const LogConfig& cfg = config();
   if (static_cast<int>(level) > static_cast<int>(cfg.level)) return false;
   // Warnings always pass the subsystem filter.

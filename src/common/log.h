@@ -2,6 +2,7 @@
 // COLLCOMM_DEBUG_FILE (%h host, %p pid). Setup/control tier only; the data path never logs.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace collcomm::detail {
@@ -23,7 +24,15 @@ enum LogSubsys : uint32_t {
   kSubsysAll = ~0u,
 };
 
-bool logEnabled(LogLevel level, uint32_t subsys);
+// The configured level once the configuration has been read, -1 before: lets every CC_LOG below
+// the level cost one load on the calls' paths, which log at INFO.
+extern std::atomic<int> gLogLevel;
+bool logEnabledSlow(LogLevel level, uint32_t subsys);
+inline bool logEnabled(LogLevel level, uint32_t subsys) {
+  const int configured = gLogLevel.load(std::memory_order_relaxed);
+  if (configured >= 0 && static_cast<int>(level) > configured) return false;
+  return logEnabledSlow(level, subsys);
+}
 void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
 

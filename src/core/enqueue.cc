@@ -91,7 +91,8 @@ Status checkOp(ccComm* comm, const Op& op, ccStream_t stream) {
     return CC_ERROR(Status::kInvalidArgument, "%s: %s %d is out of range for a communicator of %d ranks", name,
                     peered ? "peer" : "root", op.root, comm->nranks);
   const size_t elem = dtypeSize(op.dtype);
-  if (op.count > (SIZE_MAX / 2) / elem / static_cast<size_t>(comm->nranks))
+  size_t total;  // the largest span any rank's buffer has; checked by multiplication, no division
+  if (__builtin_mul_overflow(op.count, elem * static_cast<size_t>(comm->nranks), &total) || total > SIZE_MAX / 2)
     return CC_ERROR(Status::kInvalidArgument, "%s: count %zu is too large", name, op.count);
   size_t sendBytes = 0, recvBytes = 0;
   bufferSpans(comm, op, elem, &sendBytes, &recvBytes);
@@ -337,6 +338,8 @@ Status enqueue(ccComm* comm, const Op& op, ccStream_t stream) {
     groupQueue(comm, op);
     return kOk;
   }
+  // One collective with no proxy to wake needs none of runOps' batching.
+  if (!isP2pKind(op.kind) && !comm->usesNet) return runCollective(comm, op);
   return runOps(comm, &op, 1);
 }
 

@@ -108,8 +108,11 @@ struct ProtoLL {
     auto line = [&](size_t i) {
       uint32_t data = 0;
       const size_t off = i * kLlBytesPerLine;
-      const size_t len = bytes - off < kLlBytesPerLine ? bytes - off : kLlBytesPerLine;
-      __builtin_memcpy(&data, src + off, len);
+      // A whole line is a fixed-size copy the compiler inlines; only a step's last line may be short.
+      if (bytes - off >= kLlBytesPerLine)
+        __builtin_memcpy(&data, src + off, kLlBytesPerLine);
+      else
+        __builtin_memcpy(&data, src + off, bytes - off);
       return (static_cast<uint64_t>(flag) << 32) | data;
     };
     size_t first = plat.tid();
@@ -151,8 +154,10 @@ struct ProtoLL {
         return nullptr;
       const uint32_t data = static_cast<uint32_t>(line);
       const size_t off = i * kLlBytesPerLine;
-      const size_t len = bytes - off < kLlBytesPerLine ? bytes - off : kLlBytesPerLine;
-      __builtin_memcpy(dst + off, &data, len);
+      if (bytes - off >= kLlBytesPerLine)
+        __builtin_memcpy(dst + off, &data, kLlBytesPerLine);
+      else
+        __builtin_memcpy(dst + off, &data, bytes - off);
     }
     plat.barrier();
     return dst;
