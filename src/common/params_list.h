@@ -20,6 +20,7 @@
   X(CmaDisable,     INT, "COLLCOMM_CMA_DISABLE",    "0",    "1: no cross-memory attach (process_vm_readv) between processes, so no Direct algorithm for communicators spanning processes") \
   X(LlThreshold,    INT, "COLLCOMM_LL_THRESHOLD",   "-1",   "largest message (bytes) sent with LL; -1: planner default") \
   X(StreamThreshold, INT, "COLLCOMM_STREAM_THRESHOLD", "-1", "smallest message (bytes) whose results are written to user buffers with streaming stores; -1: planner default") \
+  X(StepStreamThreshold, INT, "COLLCOMM_STEP_STREAM_THRESHOLD", "-1", "smallest message (bytes) whose Simple-protocol FIFO steps between ranks on one host are written with streaming stores; -1: planner default") \
   X(MinNchannels,   INT, "COLLCOMM_MIN_NCHANNELS",  "-1",   "least channels per collective; -1: planner default") \
   X(MaxNchannels,   INT, "COLLCOMM_MAX_NCHANNELS",  "-1",   "most channels per collective; -1: planner default") \
   X(SpinCount,      INT, "COLLCOMM_SPIN_COUNT",     "2000", "polls a waiting host thread spins before it starts yielding the core; unset: 2000, or 0 when a host has more ranks than the CPUs their threads may use (counting, once NET is in use, one proxy thread per process)") \

@@ -146,7 +146,7 @@ Status runCollective(ccComm* comm, const Op& op) {
                                               ? static_cast<size_t>(comm->nranks)
                                               : 1);
   const CollPlan plan = planCollective(comm->tuner, op.kind, bytes, comm->nranks,
-                                       static_cast<int>(comm->channels.size()), comm->directReach);
+                                       static_cast<int>(comm->channels.size()), comm->directReach, comm->usesNet);
   CC_INFO(kSubsysTuning, "%s rank %d: %zu bytes, %s, algorithm %s, protocol %s, %d channel(s)", collName(op.kind),
           comm->rank, bytes, dtypeName(op.dtype), algorithmName(plan.algo), protocolName(plan.proto), plan.nChannels);
   if (plan.algo == Algorithm::kOneShot && comm->nranks > 2) return runOneShotAllReduce(comm, op);
@@ -173,6 +173,7 @@ Status runCollective(ccComm* comm, const Op& op) {
   HostWaitContext ctx = comm->waitContext(collName(op.kind));
   ctx.failure = &failure;
   ctx.streamResults = plan.streamResults;
+  ctx.streamSteps = plan.streamSteps;
   const Status s = hostRunCollective(args, ctx);
   return failOp(comm, s, failure);
 }

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "core/peer_info.h"
+#include "device/host/core_distance.h"
 #include "transport/cma/cma_probe.h"
 #include "transport/connect.h"
 
@@ -123,6 +124,7 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
   if (rank < 0 || rank >= nranks)
     return CC_ERROR(Status::kInvalidArgument, "rank %d is out of range for nranks %d", rank, nranks);
   logEffectiveParams();
+  calibrateDistanceClock();
   const Deadline deadline = Deadline::afterSeconds(config.timeoutSeconds);
   std::unique_ptr<ccComm> comm = std::make_unique<ccComm>();
   comm->rank = rank;

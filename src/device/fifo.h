@@ -49,6 +49,10 @@ struct FifoCtrl {
   // the proxy knows how many lines to wait for (written before the lines; unused by P2P/SHM).
   alignas(128) uint64_t llBytes[kNumSteps];
   alignas(128) uint64_t simpleHead;  // receiver -> sender
+  // receiver -> sender, host only: 1 while the sender's core is far from the receiver's, so that
+  // large Simple steps are best written with streaming stores (device/host/core_distance.h).
+  // Written when the verdict changes; the sender reads it once per operation.
+  alignas(128) uint64_t streamHint;
   alignas(128) uint64_t llHead;      // receiver -> sender
   alignas(128) uint32_t senderState;
   alignas(128) uint32_t receiverState;
@@ -103,6 +107,10 @@ struct RecvConn {
   uint32_t llStepLines = 0;
   uint64_t simpleStep = 0;
   uint64_t llStep = 0;
+  // Host: how long a load of a line the sender just wrote takes (8 x its running average, in
+  // clock ticks), and the verdict last told the sender (streamHint); device/host/core_distance.h.
+  uint64_t writerLoadTicks8 = 0;
+  bool writerFar = false;
   PeerRef peer;
 };
 

@@ -33,6 +33,11 @@ class Primitives {
     const size_t sendStep = send != nullptr ? Proto::stepBytes(*send) : ~size_t{0};
     const size_t recvStep = recv != nullptr ? Proto::stepBytes(*recv) : ~size_t{0};
     stepElems_ = (sendStep < recvStep ? sendStep : recvStep) / sizeof(T);
+    // Steps stream past the cache when the plan allows it and the receiver finds this core far
+    // (FifoCtrl::streamHint, device/host/core_distance.h); read once per operation.
+    if constexpr (requires { plat.streamsSteps(); })
+      streamOut_ = send != nullptr && !Proto::kNeedsStaging && plat.streamsSteps() &&
+                   plat.loadRelaxed(&send->ctrl->streamHint) != 0;
   }
 
   CC_HD size_t stepElems() const { return stepElems_; }
@@ -82,11 +87,14 @@ class Primitives {
     T* dst1 = dst != nullptr ? out : nullptr;
     bool done = false;
     if constexpr (requires { plat_.streamsResults(); }) {
-      // A platform that can write results past the cache (host: large operations) does so for
-      // the user's buffer, unless the result overwrites the source just read (in place: the line
-      // is cached already); the FIFO slot the next rank reads stays cached.
-      if (dst != nullptr && dst != src && plat_.streamsResults()) {
-        plat_.reduceCopyStreaming(fn_, len, src0, pre0 && src0 != nullptr, src1, src1 != nullptr, dst0, dst1, post);
+      // A platform that can write past the cache (host: large operations) does so for the user's
+      // buffer, unless the result overwrites the source just read (in place: the line is cached
+      // already), and for the FIFO slot while the next rank's core is far (streamOut_).
+      const bool streamDst = dst != nullptr && dst != src && plat_.streamsResults();
+      const bool streamOut = kSend && streamOut_;
+      if (streamDst || streamOut) {
+        plat_.reduceCopyStreaming(fn_, len, src0, pre0 && src0 != nullptr, src1, src1 != nullptr, dst0,
+                                  dst != nullptr ? streamDst : streamOut, dst1, streamOut, post);
         done = true;
       }
     }
@@ -103,6 +111,7 @@ class Primitives {
   RecvConn* recv_;
   size_t stepElems_ = 0;
   bool failed_ = false;
+  bool streamOut_ = false;
 };
 
 }  // namespace collcomm::detail

@@ -6,6 +6,12 @@
 // - Algorithm: one-shot AllReduce while what a rank receives is at most 64 KiB (8 B: 0.24 us
 //   against the ring's 0.45; 64 KiB: 7.5 against 18.5 us), ring above (256 KiB: about equal).
 // - Results stream past the cache from 4 MiB (out of place 16 MiB: +20% busbw).
+// - FIFO steps stream past the cache from 64 KiB while the receiver finds the sender's core far
+//   (device/host/core_distance.h; 2026-11-24, 2 processes pinned, the VM in a phase where its two
+//   vCPUs sit on different dies, out-of-place us without -> with): broadcast 1 MiB 436 -> 77,
+//   16 MiB 8102 -> 1265; allreduce 64 KiB 35 -> 9-22, 1 MiB 781 -> 90; reduce_scatter 16 MiB
+//   4164 -> 975; allgather 1 MiB 247 -> 45. Streaming them always would cost where the cores share
+//   a cache (allreduce 1 MiB 59 -> 115, allgather 1 MiB 38 -> 59): hence the receiver's verdict.
 // - Direct (single copy from the peers' buffers; 2026-11-23, 2 ranks, out-of-place / in-place us;
 //   docs/perf.md "Single-copy (Direct) collectives" has the tables and commands):
 //   * ranks as threads of one process (plain copies; best of 9 runs): AllGather, Broadcast and
@@ -65,6 +71,8 @@ Status loadTunerConfig(TunerConfig* out) {
   if (threshold >= 0) cfg.llThreshold = static_cast<size_t>(threshold);
   const int64_t stream = paramInt(Param::kStreamThreshold);
   if (stream >= 0) cfg.streamThreshold = cfg.directStreamThreshold = static_cast<size_t>(stream);
+  const int64_t stepStream = paramInt(Param::kStepStreamThreshold);
+  if (stepStream >= 0) cfg.stepStreamThreshold = static_cast<size_t>(stepStream);
   const int64_t direct = paramInt(Param::kDirectThreshold);
   if (direct >= 0)
     for (int k = 0; k < kNumCollKinds; ++k)
@@ -105,8 +113,9 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectCmaMax() {
 }
 
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
-                        DirectReach reach) {
-  CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= cfg.streamThreshold};
+                        DirectReach reach, bool overNet) {
+  CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= cfg.streamThreshold,
+                !overNet && bytes >= cfg.stepStreamThreshold};
   // Direct, where the communicator can: forced, or from the collective's threshold. A forced
   // Direct the communicator cannot run leaves the choice to the rules below.
   if (reach != DirectReach::kNone && hasDirect(kind) && nranks >= 2) {

@@ -30,6 +30,10 @@ struct TunerConfig {
   // Smallest message, in bytes, whose results go to the user's buffer by streaming stores
   // (COLLCOMM_STREAM_THRESHOLD); below it the result stays in cache for the caller.
   size_t streamThreshold = size_t{4} << 20;
+  // Smallest message, in bytes, whose Simple-protocol FIFO steps may be written with streaming
+  // stores: they are while the next rank's core is far (device/host/core_distance.h); never over
+  // NET, where this process's proxy reads them at once (COLLCOMM_STEP_STREAM_THRESHOLD); tuner.cc.
+  size_t stepStreamThreshold = size_t{64} << 10;
   // The same for the Direct algorithm, whose working set (no FIFOs, one copy) stays in cache
   // longer (COLLCOMM_STREAM_THRESHOLD sets both).
   size_t directStreamThreshold = size_t{16} << 20;
@@ -54,14 +58,16 @@ struct CollPlan {
   Algorithm algo;
   int nChannels;
   bool streamResults;  // host: write results with streaming stores
+  bool streamSteps;    // host: write FIFO steps with streaming stores
 };
 
 // Reads COLLCOMM_PROTO / COLLCOMM_ALGO and the thresholds; rejects unknown names.
 Status loadTunerConfig(TunerConfig* out);
 
-// reach: whether (and how) the communicator can run Direct.
+// reach: whether (and how) the communicator can run Direct; overNet: some of its connections are
+// NET.
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
-                        DirectReach reach = DirectReach::kNone);
+                        DirectReach reach = DirectReach::kNone, bool overNet = false);
 
 // Whether the Direct algorithm exists for `kind`.
 bool hasDirect(CollKind kind);

@@ -24,6 +24,7 @@
 #include "common/deadline.h"
 #include "common/status.h"
 #include "device/fifo.h"
+#include "device/host/core_distance.h"
 #include "device/host/stream_store.h"
 
 namespace collcomm::detail {
@@ -42,6 +43,7 @@ struct HostWaitContext {
   int timeoutSeconds = 0;
   int spinCount = 2000;
   bool streamResults = false;  // write results to user buffers with streaming stores (plan choice)
+  bool streamSteps = false;    // write FIFO steps with streaming stores (plan choice)
   const char* opName = "operation";
   int rank = -1;
   int nranks = 0;
@@ -79,13 +81,23 @@ class HostPlatform {
   static uint64_t loadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
   static void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
   static void storeRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+  // A relaxed load of a word the connection's sender has just written, timed to gauge how far
+  // its core is (core_distance.h).
+  static uint64_t loadFromWriter(const uint64_t* p, RecvConn& c) {
+    const uint64_t t0 = distanceClockStart();
+    const uint64_t v = loadRelaxed(p);
+    noteWriterLoad(c, distanceClockEnd() - t0);
+    return v;
+  }
 
-  // Results the primitives store into the user's buffers bypass the cache (stream_store.h).
+  // Results the primitives store into the user's buffers, and the steps they store into FIFOs,
+  // bypass the cache (stream_store.h).
   bool streamsResults() const { return ctx_.streamResults; }
+  bool streamsSteps() const { return ctx_.streamSteps; }
   template <class Fn, class T>
   void reduceCopyStreaming(const Fn& fn, size_t n, const T* src0, bool pre0, const T* src1, bool pre1, T* dst0,
-                           T* dst1, bool post) {
-    collcomm::detail::reduceCopyStreaming(fn, n, src0, pre0, src1, pre1, dst0, dst1, post);
+                           bool stream0, T* dst1, bool stream1, bool post) {
+    collcomm::detail::reduceCopyStreaming(fn, n, src0, pre0, src1, pre1, dst0, stream0, dst1, stream1, post);
   }
 
   void* sendStaging() { return sendStaging_; }

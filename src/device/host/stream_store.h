@@ -6,10 +6,15 @@
 // line without reading it and without pushing the working set out of cache. Worth it only when
 // the result will not be read again soon: the planner turns it on above a size (see plan/tuner.h).
 //
-// reduceCopyStreaming computes in small blocks that stay in L1 (or in dst1, the connection's FIFO
-// slot, which the next rank reads at once and must stay cached), then streams each block to dst0.
-// It ends with a store fence: streaming stores are weakly ordered, and whatever the caller
-// publishes next (a FIFO flag, the operation's completion) must not overtake them.
+// The same holds for FIFO steps that another core reads (plan: streamSteps): a step written with
+// plain stores sits dirty in the writer's cache, and every line then crosses to the reader's core
+// cache to cache. Where the two cores are far apart (a VM whose vCPUs land on different dies)
+// that transfer is several times slower than memory; streamed, the step goes through memory.
+//
+// reduceCopyStreaming computes in small blocks that stay in L1 (or in the destination that is not
+// streamed, if one is), then streams each block to the streamed destination(s). It ends with a
+// store fence: streaming stores are weakly ordered, and whatever the caller publishes next (a FIFO
+// flag, the operation's completion) must not overtake them.
 #pragma once
 
 #include <cstddef>
@@ -63,25 +68,30 @@ inline void streamFence() {
 #endif
 }
 
-// reduceCopy (reduce_copy.h, one host thread) with dst0 written by streaming stores.
+// reduceCopy (reduce_copy.h, one host thread) with dst0 (stream0) and/or dst1 (stream1, when
+// dst1 is not null) written by streaming stores; at least one of them is.
 template <class Fn, class T>
 void reduceCopyStreaming(const Fn& fn, size_t n, const T* src0, bool preOp0, const std::type_identity_t<T>* src1,
-                         bool preOp1, std::type_identity_t<T>* dst0, std::type_identity_t<T>* dst1, bool postOp) {
+                         bool preOp1, std::type_identity_t<T>* dst0, bool stream0, std::type_identity_t<T>* dst1,
+                         bool stream1, bool postOp) {
   constexpr size_t kBlockBytes = 4096;
   constexpr size_t kBlock = sizeof(T) >= kBlockBytes ? 1 : kBlockBytes / sizeof(T);
   alignas(64) unsigned char scratch[kBlock * sizeof(T)];
+  stream1 = stream1 && dst1 != nullptr;
+  // The destination written with plain stores, if any: blocks are computed there.
+  T* cached = !stream0 ? dst0 : (dst1 != nullptr && !stream1 ? dst1 : nullptr);
+  const bool pure = src1 == nullptr && !(preOp0 && Fn::kHasPreOp) && !(postOp && Fn::kHasPostOp);
   for (size_t i = 0; i < n; i += kBlock) {
     const size_t len = n - i < kBlock ? n - i : kBlock;
-    // Compute into dst1 (the FIFO slot) when there is one, else into L1 scratch.
-    T* block = dst1 != nullptr ? dst1 + i : reinterpret_cast<T*>(scratch);
-    const bool pure = src1 == nullptr && !(preOp0 && Fn::kHasPreOp) && !(postOp && Fn::kHasPostOp);
     const T* from = src0 + i;
-    if (!pure || dst1 != nullptr) {
+    if (!pure || cached != nullptr) {
+      T* block = cached != nullptr ? cached + i : reinterpret_cast<T*>(scratch);
       reduceCopy(fn, 0, 1, len, src0 + i, preOp0, src1 != nullptr ? src1 + i : nullptr, preOp1, block,
                  static_cast<T*>(nullptr), postOp);
       from = block;
     }
-    if (dst0 + i != from) streamCopy(dst0 + i, from, len * sizeof(T));
+    if (stream0 && dst0 + i != from) streamCopy(dst0 + i, from, len * sizeof(T));
+    if (stream1 && dst1 + i != from) streamCopy(dst1 + i, from, len * sizeof(T));
   }
   streamFence();
 }

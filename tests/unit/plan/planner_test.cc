@@ -38,6 +38,12 @@ TEST(Planner, DefaultsByKindSizeAndRanks) {
   // Results stream past the cache from the threshold up.
   EXPECT_FALSE(planCollective(cfg, CollKind::kAllGather, cfg.streamThreshold - 1, 4, 1).streamResults);
   EXPECT_TRUE(planCollective(cfg, CollKind::kAllGather, cfg.streamThreshold, 4, 1).streamResults);
+  // FIFO steps may stream from their threshold up, never over NET (the local proxy reads them).
+  EXPECT_FALSE(planCollective(cfg, CollKind::kBroadcast, cfg.stepStreamThreshold - 1, 2, 1).streamSteps);
+  EXPECT_TRUE(planCollective(cfg, CollKind::kBroadcast, cfg.stepStreamThreshold, 2, 1).streamSteps);
+  EXPECT_FALSE(planCollective(cfg, CollKind::kBroadcast, cfg.stepStreamThreshold, 2, 1, DirectReach::kNone,
+                              /*overNet=*/true)
+                   .streamSteps);
 }
 
 TEST(Planner, EnvironmentForcesAndRejects) {
