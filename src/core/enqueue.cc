@@ -174,6 +174,7 @@ Status runCollective(ccComm* comm, const Op& op) {
   ctx.failure = &failure;
   ctx.streamResults = plan.streamResults;
   ctx.streamSteps = plan.streamSteps;
+  ctx.streamStepsAlways = plan.streamStepsAlways;
   const Status s = hostRunCollective(args, ctx);
   return failOp(comm, s, failure);
 }

@@ -33,11 +33,10 @@ class Primitives {
     const size_t sendStep = send != nullptr ? Proto::stepBytes(*send) : ~size_t{0};
     const size_t recvStep = recv != nullptr ? Proto::stepBytes(*recv) : ~size_t{0};
     stepElems_ = (sendStep < recvStep ? sendStep : recvStep) / sizeof(T);
-    // Steps stream past the cache when the plan allows it and the receiver finds this core far
-    // (FifoCtrl::streamHint, device/host/core_distance.h); read once per operation.
-    if constexpr (requires { plat.streamsSteps(); })
-      streamOut_ = send != nullptr && !Proto::kNeedsStaging && plat.streamsSteps() &&
-                   plat.loadRelaxed(&send->ctrl->streamHint) != 0;
+    // Steps stream past the cache where the platform says so (host: while the receiver finds
+    // this core far, device/host/core_distance.h); decided once per operation.
+    if constexpr (requires { plat.streamsStepsTo(*send); })
+      streamOut_ = send != nullptr && !Proto::kNeedsStaging && plat.streamsStepsTo(*send);
   }
 
   CC_HD size_t stepElems() const { return stepElems_; }

@@ -73,6 +73,14 @@ Status loadTunerConfig(TunerConfig* out) {
   if (stream >= 0) cfg.streamThreshold = cfg.directStreamThreshold = static_cast<size_t>(stream);
   const int64_t stepStream = paramInt(Param::kStepStreamThreshold);
   if (stepStream >= 0) cfg.stepStreamThreshold = static_cast<size_t>(stepStream);
+  const std::string stepMode = paramStr(Param::kStepStream);
+  if (strcasecmp(stepMode.c_str(), "always") == 0)
+    cfg.stepStreamAlways = true;
+  else if (strcasecmp(stepMode.c_str(), "never") == 0)
+    cfg.stepStreamThreshold = SIZE_MAX;
+  else if (!stepMode.empty() && strcasecmp(stepMode.c_str(), "auto") != 0)
+    return CC_ERROR(Status::kInvalidArgument, "COLLCOMM_STEP_STREAM=%s is not a mode (use auto, always or never)",
+                    stepMode.c_str());
   const int64_t direct = paramInt(Param::kDirectThreshold);
   if (direct >= 0)
     for (int k = 0; k < kNumCollKinds; ++k)
@@ -114,8 +122,9 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectCmaMax() {
 
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
                         DirectReach reach, bool overNet) {
-  CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= cfg.streamThreshold,
-                !overNet && bytes >= cfg.stepStreamThreshold};
+  const bool streamSteps = !overNet && bytes >= cfg.stepStreamThreshold;
+  CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= cfg.streamThreshold, streamSteps,
+                streamSteps && cfg.stepStreamAlways};
   // Direct, where the communicator can: forced, or from the collective's threshold. A forced
   // Direct the communicator cannot run leaves the choice to the rules below.
   if (reach != DirectReach::kNone && hasDirect(kind) && nranks >= 2) {

@@ -34,6 +34,9 @@ struct TunerConfig {
   // stores: they are while the next rank's core is far (device/host/core_distance.h); never over
   // NET, where this process's proxy reads them at once (COLLCOMM_STEP_STREAM_THRESHOLD); tuner.cc.
   size_t stepStreamThreshold = size_t{64} << 10;
+  // COLLCOMM_STEP_STREAM=always: stream those steps whatever the distance (=never: threshold
+  // SIZE_MAX).
+  bool stepStreamAlways = false;
   // The same for the Direct algorithm, whose working set (no FIFOs, one copy) stays in cache
   // longer (COLLCOMM_STREAM_THRESHOLD sets both).
   size_t directStreamThreshold = size_t{16} << 20;
@@ -58,7 +61,8 @@ struct CollPlan {
   Algorithm algo;
   int nChannels;
   bool streamResults;  // host: write results with streaming stores
-  bool streamSteps;    // host: write FIFO steps with streaming stores
+  bool streamSteps;        // host: FIFO steps may be written with streaming stores (when far)
+  bool streamStepsAlways;  // host: ... whatever the distance
 };
 
 // Reads COLLCOMM_PROTO / COLLCOMM_ALGO and the thresholds; rejects unknown names.

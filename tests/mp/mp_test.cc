@@ -265,11 +265,13 @@ struct SweepParam {
   bool net = false;   // COLLCOMM_SHM_DISABLE=1: the NET transport over loopback sockets
   const char* algo = "";  // COLLCOMM_ALGO
   bool cmaOff = false;    // COLLCOMM_CMA_DISABLE=1
+  bool streamSteps = false;  // COLLCOMM_STEP_STREAM=always: every large step through memory
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
   *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "")
-      << ", COLLCOMM_ALGO=\"" << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "");
+      << ", COLLCOMM_ALGO=\"" << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "")
+      << (p.streamSteps ? ", COLLCOMM_STEP_STREAM=always" : "");
 }
 
 class ProcessSweep : public ::testing::TestWithParam<SweepParam> {};
@@ -281,6 +283,7 @@ TEST_P(ProcessSweep, EveryCollectiveExact) {
   if (p.net) env.push_back("COLLCOMM_SHM_DISABLE=1");
   if (p.algo[0] != '\0') env.push_back(std::string("COLLCOMM_ALGO=") + p.algo);
   if (p.cmaOff) env.push_back("COLLCOMM_CMA_DISABLE=1");
+  if (p.streamSteps) env.push_back("COLLCOMM_STEP_STREAM=always");
   WorkerJob job("sweep", p.nranks, env, kDeadlineSeconds);
   const std::string err = job.run();
   ASSERT_EQ(err, "");
@@ -294,13 +297,17 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                                            SweepParam{2, "LL", true},
                                            // Direct through process_vm_readv, and its fallback.
                                            SweepParam{2, "", false, "Direct"}, SweepParam{3, "", false, "Direct"},
-                                           SweepParam{3, "", false, "Direct", true}),
+                                           SweepParam{3, "", false, "Direct", true},
+                                           // Large steps written with streaming stores (what a far
+                                           // peer core gets), on a ring of 2 and of 3.
+                                           SweepParam{2, "", false, "", false, true},
+                                           SweepParam{3, "", false, "", false, true}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
                                   (info.param.net ? "_net" : "") +
                                   (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
-                                  (info.param.cmaOff ? "_nocma" : "");
+                                  (info.param.cmaOff ? "_nocma" : "") + (info.param.streamSteps ? "_streamsteps" : "");
                          });
 
 // Direct between processes really reads with process_vm_readv where the kernel allows it, and

@@ -43,7 +43,8 @@ struct HostWaitContext {
   int timeoutSeconds = 0;
   int spinCount = 2000;
   bool streamResults = false;  // write results to user buffers with streaming stores (plan choice)
-  bool streamSteps = false;    // write FIFO steps with streaming stores (plan choice)
+  bool streamSteps = false;    // FIFO steps may be written with streaming stores (plan choice) ...
+  bool streamStepsAlways = false;  // ... whatever the receiver's verdict (COLLCOMM_STEP_STREAM=always)
   const char* opName = "operation";
   int rank = -1;
   int nranks = 0;
@@ -93,7 +94,11 @@ class HostPlatform {
   // Results the primitives store into the user's buffers, and the steps they store into FIFOs,
   // bypass the cache (stream_store.h).
   bool streamsResults() const { return ctx_.streamResults; }
-  bool streamsSteps() const { return ctx_.streamSteps; }
+  // For this operation's steps to `c`: when the plan allows it and the receiver finds this core
+  // far (its hint, read once per operation; core_distance.h), or the user asked for always.
+  bool streamsStepsTo(const SendConn& c) const {
+    return ctx_.streamSteps && (ctx_.streamStepsAlways || loadRelaxed(&c.ctrl->streamHint) != 0);
+  }
   template <class Fn, class T>
   void reduceCopyStreaming(const Fn& fn, size_t n, const T* src0, bool pre0, const T* src1, bool pre1, T* dst0,
                            bool stream0, T* dst1, bool stream1, bool post) {

@@ -68,6 +68,25 @@ TEST(Planner, EnvironmentForcesAndRejects) {
   unsetenv("COLLCOMM_STREAM_THRESHOLD");
 }
 
+TEST(Planner, StepStreamingModes) {
+  const TunerConfig dflt = loaded();
+  EXPECT_FALSE(planCollective(dflt, CollKind::kAllReduce, size_t{1} << 20, 2, 1).streamStepsAlways);
+  setenv("COLLCOMM_STEP_STREAM", "always", 1);
+  TunerConfig cfg = loaded();
+  CollPlan p = planCollective(cfg, CollKind::kAllReduce, cfg.stepStreamThreshold, 2, 1);
+  EXPECT_TRUE(p.streamSteps);
+  EXPECT_TRUE(p.streamStepsAlways);
+  EXPECT_FALSE(planCollective(cfg, CollKind::kAllReduce, cfg.stepStreamThreshold - 1, 2, 1).streamStepsAlways);
+  EXPECT_FALSE(planCollective(cfg, CollKind::kAllReduce, cfg.stepStreamThreshold, 2, 1, DirectReach::kNone, true)
+                   .streamStepsAlways);
+  setenv("COLLCOMM_STEP_STREAM", "never", 1);
+  cfg = loaded();
+  EXPECT_FALSE(planCollective(cfg, CollKind::kAllReduce, size_t{1} << 30, 2, 1).streamSteps);
+  setenv("COLLCOMM_STEP_STREAM", "sometimes", 1);
+  EXPECT_EQ(loadTunerConfig(&cfg), Status::kInvalidArgument);
+  unsetenv("COLLCOMM_STEP_STREAM");
+}
+
 TEST(Planner, DirectWhereTheCommunicatorCan) {
   const TunerConfig cfg = loaded();
   constexpr auto kIn = DirectReach::kInProcess, kCross = DirectReach::kCrossProcess;
