@@ -26,7 +26,7 @@ FifoSizes fifoSizesFromParams() {
   s.ring.simpleStepBytes = static_cast<size_t>(buff / kNumSteps) / 64 * 64;
   int64_t llBuff = std::max<int64_t>(paramInt(Param::kLlBuffsize), kNumSteps * 64 * sizeof(uint64_t));
   size_t lines = static_cast<size_t>(llBuff) / kNumSteps / sizeof(uint64_t);
-  s.ring.llStepLines = std::min(lines, kMaxLlStepPayload / kLlBytesPerLine);
+  s.ring.llStepLines = std::min(lines, kMaxLlStepPayload / kLlBytesPerLine) / kLlStepAlignLines * kLlStepAlignLines;
   s.p2p.simpleStepBytes = s.ring.simpleStepBytes;
   s.p2p.llStepLines = 0;
   s.oneShot.simpleStepBytes = std::min<size_t>(s.ring.simpleStepBytes, 16384);

@@ -2,17 +2,20 @@
 // of it that the sending and the receiving side hold.
 //
 // The FIFO lives in the receiver's memory (process heap for in-process peers, a POSIX shared
-// memory segment between processes). It has kNumSteps slots per protocol. The sender fills slot
+// memory segment between processes). It has kNumSteps Simple slots: the sender fills slot
 // `step % kNumSteps` and publishes it; the receiver consumes it and hands the slot back:
 //   Simple: sender waits simpleHead + kNumSteps > step, writes the slot, release-stores simpleTail.
 //           receiver waits simpleTail > step, reads the slot, release-stores simpleHead.
 //   LL:     the payload travels in 8-byte lines {data:32, flag:32} whose flag is (step+1); the
 //           receiver polls the flags (no tail), then release-stores llHead for flow control. The
 //           sender also stores the step's size in llBytes, for a NET proxy (see transport/net).
+//           LL steps are not slots: each takes as many lines as it carries (LlCursor), packed one
+//           after the other round a ring of kNumSteps * llStepLines lines, so small messages share
+//           cache lines and a receiver reads them sequentially; up to kLlSteps are in flight.
 // NET: each side has a FIFO in its own memory and its process's proxy thread moves the steps
 // between them over the network (sender FIFO -> socket -> receiver FIFO), see proxy/proxy.h.
 // Both sides count steps locally (SendConn/RecvConn::*Step); the counts persist across operations,
-// so an LL flag is never reused by the same slot until 2^32 steps later.
+// so an LL flag is never repeated in a line until 2^32 steps later.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +26,13 @@
 namespace collcomm::detail {
 
 inline constexpr int kNumSteps = 8;
+// LL steps in flight per connection: a sender of small messages may run this far ahead, so that a
+// receiver whose sender's core is far (device/host/core_distance.h) finds several steps in each
+// cache line it loads instead of paying one cross-core transfer per step.
+inline constexpr int kLlSteps = 64;
+// LL steps start on 32-byte boundaries (4 lines): two 8-byte messages share a cache line, and the
+// sender's writes to the next step rarely land in the line the receiver is reading.
+inline constexpr uint32_t kLlStepAlignLines = 4;
 inline constexpr size_t kFifoAlign = 4096;
 // LL payload per line, and the most payload one LL step may carry (bounds staging buffers).
 inline constexpr size_t kLlBytesPerLine = 4;
@@ -47,13 +57,14 @@ struct FifoCtrl {
   alignas(128) uint64_t simpleBytes[kNumSteps];  // sender -> receiver: message size tag per slot
   // sender -> the NET proxy of its own process: (step+1) << 32 | payload bytes of each LL step, so
   // the proxy knows how many lines to wait for (written before the lines; unused by P2P/SHM).
-  alignas(128) uint64_t llBytes[kNumSteps];
+  alignas(128) uint64_t llBytes[kLlSteps];
   alignas(128) uint64_t simpleHead;  // receiver -> sender
   // receiver -> sender, host only: 1 while the sender's core is far from the receiver's, so that
   // large Simple steps are best written with streaming stores (device/host/core_distance.h).
   // Written when the verdict changes; the sender reads it once per operation.
   alignas(128) uint64_t streamHint;
-  alignas(128) uint64_t llHead;      // receiver -> sender
+  alignas(128) uint64_t llHead;      // receiver -> sender: LL steps consumed
+  uint64_t llHeadLine;               // receiver -> sender: its LlCursor::line after them (stored first)
   alignas(128) uint32_t senderState;
   alignas(128) uint32_t receiverState;
   uint32_t simpleStepBytes;
@@ -66,9 +77,41 @@ struct FifoLayout {
   size_t llStepLines;
   CC_HD size_t simpleOffset() const { return (sizeof(FifoCtrl) + kFifoAlign - 1) / kFifoAlign * kFifoAlign; }
   CC_HD size_t llOffset() const { return simpleOffset() + kNumSteps * simpleStepBytes; }
+  CC_HD size_t llRingLines() const { return kNumSteps * llStepLines; }
   CC_HD size_t totalBytes() const {
-    size_t end = llOffset() + kNumSteps * llStepLines * sizeof(uint64_t);
+    size_t end = llOffset() + llRingLines() * sizeof(uint64_t);
     return (end + kFifoAlign - 1) / kFifoAlign * kFifoAlign;
+  }
+};
+
+// Where the LL steps of one side go in the ring, step after step (sender, receiver and NET proxies
+// each keep one and advance it with the same sizes, so they agree): `line` counts lines from the
+// start of time, ring wrap padding included; `offset` is line modulo the ring, kept apart so no
+// step divides.
+struct LlCursor {
+  uint64_t line = 0;
+  uint32_t offset = 0;
+  // The first line (ring offset) of a step of nLines lines, and advances past it. A step never
+  // wraps: one that would is placed at the ring's start, the lines before the end left unused.
+  CC_HD static uint32_t roundedLines(size_t nLines) {
+    return static_cast<uint32_t>((nLines + kLlStepAlignLines - 1) / kLlStepAlignLines * kLlStepAlignLines);
+  }
+  CC_HD uint32_t place(size_t nLines, uint32_t ringLines) {
+    const uint32_t n = roundedLines(nLines);
+    if (offset + n > ringLines) {
+      line += ringLines - offset;
+      offset = 0;
+    }
+    const uint32_t start = offset;
+    offset += n;
+    line += n;
+    return start;
+  }
+  // True when a step of up to maxLines lines placed next ends at most ringLines after
+  // consumedLine (the receiver's cursor line: every line before it has been read), so it
+  // overwrites nothing the receiver still needs. Conservative by up to one step's padding.
+  CC_HD bool fits(uint64_t consumedLine, uint32_t maxLines, uint32_t ringLines) const {
+    return line + 2 * static_cast<uint64_t>(roundedLines(maxLines)) <= consumedLine + ringLines;
   }
 };
 
@@ -95,6 +138,9 @@ struct SendConn {
   // the receiver writes it every step) only when these say the FIFO may be full.
   uint64_t simpleHeadSeen = 0;
   uint64_t llHeadSeen = 0;
+  uint64_t llHeadLineSeen = 0;
+  uint32_t llRingLines = 0;
+  LlCursor llCursor;
   PeerRef peer;
 };
 
@@ -107,6 +153,8 @@ struct RecvConn {
   uint32_t llStepLines = 0;
   uint64_t simpleStep = 0;
   uint64_t llStep = 0;
+  uint32_t llRingLines = 0;
+  LlCursor llCursor;
   // Host: how long a load of a line the sender just wrote takes (8 x its running average, in
   // clock ticks), and the verdict last told the sender (streamHint); device/host/core_distance.h.
   uint64_t writerLoadTicks8 = 0;
@@ -123,6 +171,7 @@ CC_HD void bindFifo(Conn& conn, void* block, const FifoLayout& layout) {
   conn.llBuf = reinterpret_cast<uint64_t*>(base + layout.llOffset());
   conn.simpleStepBytes = static_cast<uint32_t>(layout.simpleStepBytes);
   conn.llStepLines = static_cast<uint32_t>(layout.llStepLines);
+  conn.llRingLines = static_cast<uint32_t>(layout.llRingLines());
 }
 
 }  // namespace collcomm::detail

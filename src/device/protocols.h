@@ -93,11 +93,21 @@ struct ProtoLL {
 
   template <class Platform>
   CC_HD static void* acquireSend(Platform& plat, SendConn& c) {
+    // Room for one more step of up to llStepLines lines: fewer than kLlSteps in flight, and the
+    // ring's lines from the receiver's cursor on. The head words are read (a miss: the receiver
+    // writes them every step) only when what was last seen says the ring may be full.
     const uint64_t step = c.llStep;
-    if (c.llHeadSeen + kNumSteps <= step) {
-      const uint64_t* head = &c.ctrl->llHead;
-      if (!plat.waitUntil([&] { return (c.llHeadSeen = plat.loadAcquire(head)) + kNumSteps > step; }, c.peer,
-                          "buffer space"))
+    auto room = [&] {
+      return c.llHeadSeen + kLlSteps > step && c.llCursor.fits(c.llHeadLineSeen, c.llStepLines, c.llRingLines);
+    };
+    if (!room()) {
+      if (!plat.waitUntil(
+              [&] {
+                c.llHeadSeen = plat.loadAcquire(&c.ctrl->llHead);
+                c.llHeadLineSeen = plat.loadAcquire(&c.ctrl->llHeadLine);
+                return room();
+              },
+              c.peer, "buffer space"))
         return nullptr;
     }
     return plat.sendStaging();
@@ -107,13 +117,13 @@ struct ProtoLL {
   CC_HD static void postSend(Platform& plat, SendConn& c, void* staging, size_t bytes) {
     plat.barrier();
     const uint32_t flag = static_cast<uint32_t>(c.llStep + 1);
-    uint64_t* lines = c.llBuf + (c.llStep % kNumSteps) * c.llStepLines;
+    const size_t nLines = (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine;
+    uint64_t* lines = c.llBuf + c.llCursor.place(nLines, c.llRingLines);
     const unsigned char* src = static_cast<const unsigned char*>(staging);
     // For a NET proxy: how many lines this step has. No ordering needed (the proxy waits for each
     // line's flag too), so one relaxed store.
     if (plat.tid() == 0)
-      plat.storeRelaxed(&c.ctrl->llBytes[c.llStep % kNumSteps], (static_cast<uint64_t>(flag) << 32) | bytes);
-    const size_t nLines = (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine;
+      plat.storeRelaxed(&c.ctrl->llBytes[c.llStep % kLlSteps], (static_cast<uint64_t>(flag) << 32) | bytes);
     auto line = [&](size_t i) {
       uint32_t data = 0;
       const size_t off = i * kLlBytesPerLine;
@@ -144,9 +154,9 @@ struct ProtoLL {
   template <class Platform>
   CC_HD static const void* acquireRecv(Platform& plat, RecvConn& c, size_t bytes) {
     const uint32_t flag = static_cast<uint32_t>(c.llStep + 1);
-    const uint64_t* lines = c.llBuf + (c.llStep % kNumSteps) * c.llStepLines;
-    unsigned char* dst = static_cast<unsigned char*>(plat.recvStaging());
     const size_t nLines = (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine;
+    const uint64_t* lines = c.llBuf + c.llCursor.place(nLines, c.llRingLines);
+    unsigned char* dst = static_cast<unsigned char*>(plat.recvStaging());
     // Wait for the step's last line before reading the others: polling a line while the sender
     // is still writing its neighbours in the same cache line pulls that cache line back and forth
     // once per store. Once the last line is there the others usually are too (stores become
@@ -175,7 +185,10 @@ struct ProtoLL {
   template <class Platform>
   CC_HD static void releaseRecv(Platform& plat, RecvConn& c) {
     plat.barrier();
-    if (plat.tid() == 0) plat.storeRelease(&c.ctrl->llHead, c.llStep + 1);
+    if (plat.tid() == 0) {
+      plat.storeRelease(&c.ctrl->llHeadLine, c.llCursor.line);
+      plat.storeRelease(&c.ctrl->llHead, c.llStep + 1);
+    }
     c.llStep++;
   }
 };

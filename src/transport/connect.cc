@@ -31,6 +31,7 @@ void bindPeer(Conn& conn, const PeerInfo& self, const PeerInfo& peer, bool isSen
   conn.peer.ownState = isSend ? &conn.ctrl->senderState : &conn.ctrl->receiverState;
   conn.simpleStep = 0;
   conn.llStep = 0;
+  conn.llCursor = LlCursor{};
 }
 
 }  // namespace

@@ -116,8 +116,10 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_c
   if (threadIdx.x == 0) {
     ch.send->simpleStep = send.simpleStep;
     ch.send->llStep = send.llStep;
+    ch.send->llCursor = send.llCursor;
     ch.recv->simpleStep = recv.simpleStep;
     ch.recv->llStep = recv.llStep;
+    ch.recv->llCursor = recv.llCursor;
   }
 }
 

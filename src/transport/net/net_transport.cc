@@ -10,10 +10,13 @@
 //           executor may reuse the slot. Receiver proxy irecvs step s into slot s % kNumSteps once
 //           the executor has released it (simpleHead + kNumSteps > s); on completion it stores
 //           simpleBytes and release-stores simpleTail.
-//   LL:     sender proxy reads the step's size from llBytes and waits for every line's flag, then
-//           isends the lines as they are (flags included, tag kTagLl). Receiver proxy irecvs them
-//           into a staging copy of the LL slots and copies them into the FIFO with 8-byte stores
-//           (a socket may write a line in pieces; the executor must never see half a line).
+//   LL:     sender proxy reads the step's size from llBytes, finds its lines with its own
+//           LlCursor and waits for every line's flag, then isends the lines as they are (flags
+//           included, tag kTagLl); when the send is done it hands the steps and their lines back
+//           (llHeadLine, llHead). Receiver proxy irecvs them into a staging buffer and, once the
+//           receiver's cursor leaves room, copies them to where its own LlCursor places them with
+//           8-byte stores (a socket may write a line in pieces; the executor must never see half
+//           a line).
 //   Peer state: the sender's PeerState word travels as a tag kTagState message when it leaves;
 //           the receiver leaves by sending its PeerState as the backend's farewell and closing
 //           its end. A closed or failed connection marks the peer gone in the local FIFO (with
@@ -42,6 +45,11 @@ namespace {
 constexpr uint32_t kTagSimple = 0;
 constexpr uint32_t kTagLl = 1;
 constexpr uint32_t kTagState = 2;
+// LL steps on the network at once per connection, of the FIFO's kLlSteps: with the Simple steps
+// and the state message they stay within the backend's kNetMaxRequests, so a receive is never
+// short of a request while the messages it would match wait behind it.
+constexpr int kLlInFlight = kNumSteps;
+static_assert(kNumSteps + kLlInFlight + 1 <= kNetMaxRequests);
 
 static_assert(kNetHandleBytes <= sizeof(ConnDesc::data));
 
@@ -86,7 +94,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     ctrl_ = reinterpret_cast<FifoCtrl*>(block_);
     simpleBuf_ = block_ + layout_.simpleOffset();
     llBuf_ = reinterpret_cast<uint64_t*>(block_ + layout_.llOffset());
-    if (!isSend_) llStage_.assign(kNumSteps * layout_.llStepLines, 0);
+    if (!isSend_) llStage_.assign(kLlInFlight * layout_.llStepLines, 0);
     return kOk;
   }
 
@@ -153,7 +161,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     if (!isSend_) return isGone(__atomic_load_n(&ctrl_->receiverState, __ATOMIC_ACQUIRE));
     if (sDone_ < sPosted_ || lDone_ < lPosted_ || stateReq_ != nullptr) return true;
     if (loadAcquire(&ctrl_->simpleTail) > sPosted_) return true;
-    if (static_cast<uint32_t>(loadAcquire(&ctrl_->llBytes[lPosted_ % kNumSteps]) >> 32) ==
+    if (static_cast<uint32_t>(loadAcquire(&ctrl_->llBytes[lPosted_ % kLlSteps]) >> 32) ==
         static_cast<uint32_t>(lPosted_ + 1))
       return true;
     return !stateSent_ && isGone(__atomic_load_n(&ctrl_->senderState, __ATOMIC_ACQUIRE));
@@ -167,7 +175,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   bool sentAll() const {
     if (loadAcquire(&ctrl_->simpleHead) < loadAcquire(&ctrl_->simpleTail)) return false;
     const uint64_t llHead = loadAcquire(&ctrl_->llHead);
-    return static_cast<uint32_t>(loadAcquire(&ctrl_->llBytes[llHead % kNumSteps]) >> 32) !=
+    return static_cast<uint32_t>(loadAcquire(&ctrl_->llBytes[llHead % kLlSteps]) >> 32) !=
            static_cast<uint32_t>(llHead + 1);
   }
 
@@ -255,13 +263,14 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       storeRelease(&ctrl_->simpleHead, sDone_);
       moved = true;
     }
-    while (!broken_ && lPosted_ - lDone_ < kNumSteps) {
-      const uint64_t slot = lPosted_ % kNumSteps;
+    while (!broken_ && lPosted_ - lDone_ < kLlInFlight) {
+      const uint64_t slot = lPosted_ % kLlSteps;
       const uint32_t flag = static_cast<uint32_t>(lPosted_ + 1);
       const uint64_t word = loadAcquire(&ctrl_->llBytes[slot]);
       if (static_cast<uint32_t>(word >> 32) != flag) break;
       const size_t nLines = (static_cast<uint32_t>(word) + kLlBytesPerLine - 1) / kLlBytesPerLine;
-      uint64_t* lines = llBuf_ + slot * layout_.llStepLines;
+      LlCursor next = lCursor_;
+      uint64_t* lines = llBuf_ + next.place(nLines, ringLines());
       bool complete = true;
       for (size_t i = 0; i < nLines && complete; ++i) complete = static_cast<uint32_t>(loadRelaxed(&lines[i]) >> 32) == flag;
       if (!complete) break;
@@ -272,11 +281,14 @@ class NetConnection final : public FifoMemory, public ProxyClient {
         break;
       }
       if (req == nullptr) break;
-      lReq_[slot] = req;
+      lCursor_ = next;
+      lLineEnd_[lPosted_ % kLlInFlight] = next.line;
+      lReq_[lPosted_ % kLlInFlight] = req;
       lPosted_++;
       moved = true;
     }
-    while (lDone_ < lPosted_ && testDone(lReq_[lDone_ % kNumSteps], nullptr)) {
+    while (lDone_ < lPosted_ && testDone(lReq_[lDone_ % kLlInFlight], nullptr)) {
+      storeRelease(&ctrl_->llHeadLine, lLineEnd_[lDone_ % kLlInFlight]);
       lDone_++;
       storeRelease(&ctrl_->llHead, lDone_);
       moved = true;
@@ -304,10 +316,13 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       storeRelease(&ctrl_->simpleTail, sDone_);
       moved = true;
     }
-    while (lDone_ < lPosted_ && testDone(lReq_[lDone_ % kNumSteps], &size)) {
-      const uint64_t slot = lDone_ % kNumSteps;
-      const uint64_t* src = llStage_.data() + slot * layout_.llStepLines;
-      uint64_t* dst = llBuf_ + slot * layout_.llStepLines;
+    // A step lands only where the receiver has read everything (its cursor leaves room for the
+    // largest step); until then it waits in staging.
+    while (lDone_ < lPosted_ &&
+           lCursor_.fits(loadAcquire(&ctrl_->llHeadLine), static_cast<uint32_t>(layout_.llStepLines), ringLines()) &&
+           testDone(lReq_[lDone_ % kLlInFlight], &size)) {
+      const uint64_t* src = llStage_.data() + (lDone_ % kLlInFlight) * layout_.llStepLines;
+      uint64_t* dst = llBuf_ + lCursor_.place(size / sizeof(uint64_t), ringLines());
       for (size_t i = 0; i < size / sizeof(uint64_t); ++i) storeRelaxed(&dst[i], src[i]);
       lDone_++;
       moved = true;
@@ -349,9 +364,8 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     }
     const uint64_t llHead = loadAcquire(&ctrl_->llHead);
     const size_t lineBytes = layout_.llStepLines * sizeof(uint64_t);
-    while (!broken_ && lineBytes != 0 && lPosted_ - lDone_ < kNumSteps && lPosted_ < llHead + kNumSteps) {
-      const uint64_t slot = lPosted_ % kNumSteps;
-      void* buf = llStage_.data() + slot * layout_.llStepLines;
+    while (!broken_ && lineBytes != 0 && lPosted_ - lDone_ < kLlInFlight && lPosted_ < llHead + kLlSteps) {
+      void* buf = llStage_.data() + (lPosted_ % kLlInFlight) * layout_.llStepLines;
       const uint32_t tag = kTagLl;
       void* req = nullptr;
       if (!isOk(net_->irecv(comm_, 1, &buf, &lineBytes, &tag, nullptr, &req))) {
@@ -359,7 +373,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
         break;
       }
       if (req == nullptr) break;
-      lReq_[slot] = req;
+      lReq_[lPosted_ % kLlInFlight] = req;
       lPosted_++;
       moved = true;
     }
@@ -370,6 +384,8 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     while (broken_ && harvestRecv()) moved = true;
     return endRound(moved);
   }
+
+  uint32_t ringLines() const { return static_cast<uint32_t>(layout_.llRingLines()); }
 
   const bool isSend_;
   const FifoLayout layout_;
@@ -389,7 +405,9 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   bool broken_ = false;  // proxy thread: the connection broke in this round (see testDone)
   uint64_t sPosted_ = 0, sDone_ = 0, lPosted_ = 0, lDone_ = 0;
   void* sReq_[kNumSteps] = {};
-  void* lReq_[kNumSteps] = {};
+  void* lReq_[kLlInFlight] = {};
+  LlCursor lCursor_;                      // where this side's next LL step's lines are
+  uint64_t lLineEnd_[kLlInFlight] = {};   // sender: the cursor line after each LL step on the wire
   uint32_t stateOut_ = 0;
   uint32_t stateIn_ = 0;
   void* stateReq_ = nullptr;
