@@ -155,7 +155,8 @@ struct ProtoLL {
   CC_HD static const void* acquireRecv(Platform& plat, RecvConn& c, size_t bytes) {
     const uint32_t flag = static_cast<uint32_t>(c.llStep + 1);
     const size_t nLines = (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine;
-    const uint64_t* lines = c.llBuf + c.llCursor.place(nLines, c.llRingLines);
+    LlCursor next = c.llCursor;  // kept only once the step is in: a failed wait moves nothing
+    const uint64_t* lines = c.llBuf + next.place(nLines, c.llRingLines);
     unsigned char* dst = static_cast<unsigned char*>(plat.recvStaging());
     // Wait for the step's last line before reading the others: polling a line while the sender
     // is still writing its neighbours in the same cache line pulls that cache line back and forth
@@ -179,6 +180,7 @@ struct ProtoLL {
         __builtin_memcpy(dst + off, &data, bytes - off);
     }
     plat.barrier();
+    c.llCursor = next;
     return dst;
   }
 
