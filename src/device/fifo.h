@@ -37,6 +37,8 @@ inline constexpr size_t kFifoAlign = 4096;
 // LL payload per line, and the most payload one LL step may carry (bounds staging buffers).
 inline constexpr size_t kLlBytesPerLine = 4;
 inline constexpr size_t kMaxLlStepPayload = 8192;
+// The lines an LL step of `bytes` payload bytes fills.
+CC_HD inline size_t llLinesFor(size_t bytes) { return (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine; }
 
 // Set by a side that stops taking part (abort or failure), so the other fails fast instead of
 // waiting for its deadline. Besides bit 0 the word says which rank caused the departure and why,
@@ -91,11 +93,12 @@ struct FifoLayout {
 struct LlCursor {
   uint64_t line = 0;
   uint32_t offset = 0;
-  // The first line (ring offset) of a step of nLines lines, and advances past it. A step never
-  // wraps: one that would is placed at the ring's start, the lines before the end left unused.
+  // The lines a step of nLines takes in the ring: whole 32-byte granules.
   CC_HD static uint32_t roundedLines(size_t nLines) {
     return static_cast<uint32_t>((nLines + kLlStepAlignLines - 1) / kLlStepAlignLines * kLlStepAlignLines);
   }
+  // The first line (ring offset) of a step of nLines lines, and advances past it. A step never
+  // wraps: one that would is placed at the ring's start, the lines before the end left unused.
   CC_HD uint32_t place(size_t nLines, uint32_t ringLines) {
     const uint32_t n = roundedLines(nLines);
     if (offset + n > ringLines) {

@@ -117,7 +117,7 @@ struct ProtoLL {
   CC_HD static void postSend(Platform& plat, SendConn& c, void* staging, size_t bytes) {
     plat.barrier();
     const uint32_t flag = static_cast<uint32_t>(c.llStep + 1);
-    const size_t nLines = (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine;
+    const size_t nLines = llLinesFor(bytes);
     uint64_t* lines = c.llBuf + c.llCursor.place(nLines, c.llRingLines);
     const unsigned char* src = static_cast<const unsigned char*>(staging);
     // For a NET proxy: how many lines this step has. No ordering needed (the proxy waits for each
@@ -154,7 +154,7 @@ struct ProtoLL {
   template <class Platform>
   CC_HD static const void* acquireRecv(Platform& plat, RecvConn& c, size_t bytes) {
     const uint32_t flag = static_cast<uint32_t>(c.llStep + 1);
-    const size_t nLines = (bytes + kLlBytesPerLine - 1) / kLlBytesPerLine;
+    const size_t nLines = llLinesFor(bytes);
     LlCursor next = c.llCursor;  // kept only once the step is in: a failed wait moves nothing
     const uint64_t* lines = c.llBuf + next.place(nLines, c.llRingLines);
     unsigned char* dst = static_cast<unsigned char*>(plat.recvStaging());

@@ -268,7 +268,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       const uint32_t flag = static_cast<uint32_t>(lPosted_ + 1);
       const uint64_t word = loadAcquire(&ctrl_->llBytes[slot]);
       if (static_cast<uint32_t>(word >> 32) != flag) break;
-      const size_t nLines = (static_cast<uint32_t>(word) + kLlBytesPerLine - 1) / kLlBytesPerLine;
+      const size_t nLines = llLinesFor(static_cast<uint32_t>(word));
       LlCursor next = lCursor_;
       uint64_t* lines = llBuf_ + next.place(nLines, ringLines());
       bool complete = true;
@@ -316,11 +316,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       storeRelease(&ctrl_->simpleTail, sDone_);
       moved = true;
     }
-    // A step lands only where the receiver has read everything (its cursor leaves room for the
-    // largest step); until then it waits in staging.
-    while (lDone_ < lPosted_ &&
-           lCursor_.fits(loadAcquire(&ctrl_->llHeadLine), static_cast<uint32_t>(layout_.llStepLines), ringLines()) &&
-           testDone(lReq_[lDone_ % kLlInFlight], &size)) {
+    while (lDone_ < lPosted_ && roomToLand() && testDone(lReq_[lDone_ % kLlInFlight], &size)) {
       const uint64_t* src = llStage_.data() + (lDone_ % kLlInFlight) * layout_.llStepLines;
       uint64_t* dst = llBuf_ + lCursor_.place(size / sizeof(uint64_t), ringLines());
       for (size_t i = 0; i < size / sizeof(uint64_t); ++i) storeRelaxed(&dst[i], src[i]);
@@ -387,6 +383,16 @@ class NetConnection final : public FifoMemory, public ProxyClient {
 
   uint32_t ringLines() const { return static_cast<uint32_t>(layout_.llRingLines()); }
 
+  // Receiver: an LL step lands only where the executor has read everything (its cursor leaves
+  // room for the largest step); until then it waits in staging. The executor's cursor word is
+  // read (a miss: it is written every step) only when the last value seen says no room.
+  bool roomToLand() {
+    const uint32_t maxLines = static_cast<uint32_t>(layout_.llStepLines);
+    if (lCursor_.fits(lHeadLineSeen_, maxLines, ringLines())) return true;
+    lHeadLineSeen_ = loadAcquire(&ctrl_->llHeadLine);
+    return lCursor_.fits(lHeadLineSeen_, maxLines, ringLines());
+  }
+
   const bool isSend_;
   const FifoLayout layout_;
   const int peerRank_;
@@ -408,6 +414,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   void* lReq_[kLlInFlight] = {};
   LlCursor lCursor_;                      // where this side's next LL step's lines are
   uint64_t lLineEnd_[kLlInFlight] = {};   // sender: the cursor line after each LL step on the wire
+  uint64_t lHeadLineSeen_ = 0;            // receiver: the executor's llHeadLine as last read
   uint32_t stateOut_ = 0;
   uint32_t stateIn_ = 0;
   void* stateReq_ = nullptr;
