@@ -74,23 +74,30 @@ class Proxy {
   }
 
  private:
+  // The thread takes the lock only to run a round, and only when it is free: an executor running
+  // rounds itself (roundHere) holds it, and a thread blocked on it would make every unlock of the
+  // executor's a futex wake-up on its critical path (two system calls per operation measured on
+  // loopback). Blocking waits on the lock are for sleeping and for (de)registration.
   void loop() {
     using Clock = std::chrono::steady_clock;
     int burst = 0;
     Clock::time_point lastBusy = Clock::now();
     uint64_t hereSeen = 0;
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
+    for (;;) {
       // A waiting executor ran rounds itself since the last look: it is polling, so stand aside
       // (on a shared core, a round here would only delay its next one).
       if (const uint64_t here = hereRounds_.load(std::memory_order_relaxed); here != hereSeen) {
         hereSeen = here;
         lastBusy = Clock::now();
-        lock.unlock();
         sched_yield();
-        lock.lock();
         continue;
       }
+      std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+      if (!lock.owns_lock()) {  // a round is under way elsewhere, or a client (de)registers
+        sched_yield();
+        continue;
+      }
+      if (stop_) break;
       bool moved = false, work = false;
       for (ProxyClient* c : clients_) {
         moved |= c->progress();
@@ -102,19 +109,18 @@ class Proxy {
         lastBusy = Clock::now();
       } else if (Clock::now() - lastBusy >= kLinger) {
         sleeping_.store(true);  // seq_cst with opBegin: one of the two sees the other
-        // Re-check under the lock: opBegin notifies while holding it.
-        // The timeout only lets clients notice a departure while idle (hasWork): after one round
-        // that finds nothing, the thread sleeps again without lingering.
-        if (active_.load() == 0) cv_.wait_for(lock, std::chrono::milliseconds(100));
+        // Re-check under the lock: opBegin notifies while holding it, and remove() sets stop_
+        // under it. The timeout only lets clients notice a departure while idle (hasWork): after
+        // one round that finds nothing, the thread sleeps again without lingering.
+        if (active_.load() == 0 && !stop_) cv_.wait_for(lock, std::chrono::milliseconds(100));
         sleeping_.store(false, std::memory_order_release);
         continue;
       }
       // Never sleep while anything is pending: give the core to whoever else wants it (the
       // executor waiting for this round's results, on a shared core) and poll again. Alone on its
-      // core, a yield costs a fraction of a microsecond. Registrations get the lock here too.
+      // core, a yield costs a fraction of a microsecond.
       lock.unlock();
       sched_yield();
-      lock.lock();
     }
   }
 
@@ -123,7 +129,7 @@ class Proxy {
   std::condition_variable cv_;
   std::vector<ProxyClient*> clients_;
   std::thread thread_;
-  bool stop_ = false;
+  bool stop_ = false;  // under mu_
   std::atomic<int> active_{0};
   std::atomic<bool> sleeping_{false};
   std::atomic<uint64_t> hereRounds_{0};  // rounds run by waiting executors (roundHere)

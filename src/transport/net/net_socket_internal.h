@@ -112,6 +112,7 @@ struct SocketComm {
   Request* inReq = nullptr;
   size_t stageBegin = 0, stageEnd = 0;
   std::unique_ptr<char[]> stage;
+  uint32_t ctrlReads = 0;  // reads of the control socket that brought data (readCtrl)
 };
 
 // ---- devices (net_socket_device.cc)
@@ -138,6 +139,9 @@ SocketComm* newComm(bool isSend, Socket ctrl, std::vector<Socket> data, std::str
 void destroyComm(SocketComm* comm);
 IoStatus sendOnce(int fd, const void* p, size_t n, size_t* done);
 IoStatus recvOnce(int fd, void* p, size_t n, size_t* done);
+// recvOnce on a receiving comm's control socket, keeping its acknowledgements delayed (see
+// net_socket_comm.cc).
+IoStatus readCtrl(SocketComm* comm, void* p, size_t n, size_t* done);
 Status failComm(SocketComm* comm, const std::string& what);
 Status failClosed(SocketComm* comm, const std::string& what);
 Status breakSend(SocketComm* comm, const std::string& why, bool onCtrl);

@@ -90,7 +90,7 @@ Status recvIo(SocketComm* comm, const IoStatus& st) {
 // Refills the empty staging buffer; *drained when the read came back short.
 Status fillStage(SocketComm* comm, bool* drained) {
   size_t got = 0;
-  IoStatus st = recvOnce(comm->ctrl.fd(), comm->stage.get(), kStageBytes, &got);
+  IoStatus st = readCtrl(comm, comm->stage.get(), kStageBytes, &got);
   if (!st.ok()) return recvIo(comm, st);
   comm->stageBegin = 0;
   comm->stageEnd = got;
@@ -146,7 +146,7 @@ Status progressRecv(SocketComm* comm) {
       const size_t left = r->size - r->ctrlDone;
       if (left >= kDirectBytes) {
         const size_t before = r->ctrlDone;
-        IoStatus st = recvOnce(comm->ctrl.fd(), r->data + r->ctrlDone, left, &r->ctrlDone);
+        IoStatus st = readCtrl(comm, r->data + r->ctrlDone, left, &r->ctrlDone);
         if (!st.ok()) return recvIo(comm, st);
         if (r->ctrlDone - before < left) drained = true;
       } else {

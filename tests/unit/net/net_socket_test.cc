@@ -1,9 +1,10 @@
 // The socket backend of the net interface over this host's interfaces: handshake with secret
 // checks, messages of 0 .. 64 MiB inline and split across sockets (partial sends and receives
 // happen at these sizes), tag matching, errors, IPv6 loopback, a receiver's farewell, and that a
-// peer closing its end is no warning.
+// peer closing its end is no warning, and that a receiving control socket delays its ACKs.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -19,6 +20,7 @@
 #include "support/ipv6_loopback.h"
 #include "support/watchdog.h"
 #include "transport/net/net.h"
+#include "transport/net/net_socket_internal.h"
 
 namespace collcomm::detail {
 namespace {
@@ -390,6 +392,28 @@ TEST(NetSocket, PeerClosingAfterItsLastMessageIsNoWarning) {
   EXPECT_FALSE(wait(r, nullptr, &err));
   EXPECT_EQ(err, Status::kRemoteError);
   EXPECT_EQ(threadLastError(), "") << "a peer's normal close was reported as a warning";
+}
+
+// A receiving control socket runs in delayed-ACK mode once a message came in (readCtrl): the
+// kernel reports TCP_QUICKACK as 0 then, and as 1 on a fresh one-way socket. The kernel leaves the
+// mode by itself when a delayed ACK times out (40 ms), which a stalled test can hit between the
+// read and the look, so a fresh pair gets three tries.
+TEST(NetSocket, ReceivingControlSocketDelaysItsAcks) {
+  test::Watchdog dog(60, "net socket delayed acks");
+  bool delayed = false;
+  for (int attempt = 0; attempt < 3 && !delayed; ++attempt) {
+    Pair p;
+    ASSERT_TRUE(connectPair(&p, "0", "0"));
+    const int fd = static_cast<netsocket::SocketComm*>(p.recv)->ctrl.fd();
+    int quick = -1;
+    socklen_t len = sizeof(quick);
+    ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &quick, &len), 0) << strerror(errno);
+    if (quick != 1) GTEST_SKIP() << "this kernel reports TCP_QUICKACK " << quick << " on a fresh socket";
+    roundTrip(p, 8, 3);
+    ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &quick, &len), 0) << strerror(errno);
+    delayed = quick == 0;
+  }
+  EXPECT_TRUE(delayed) << "the receiving control socket still acknowledges every message at once";
 }
 
 // COLLCOMM_SOCKET_IFNAME=lo COLLCOMM_SOCKET_FAMILY=AF_INET6: the backend's device is ::1 and
