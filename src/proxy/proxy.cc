@@ -109,10 +109,11 @@ class Proxy {
         lastBusy = Clock::now();
       } else if (Clock::now() - lastBusy >= kLinger) {
         sleeping_.store(true);  // seq_cst with opBegin: one of the two sees the other
-        // Re-check under the lock: opBegin notifies while holding it, and remove() sets stop_
-        // under it. The timeout only lets clients notice a departure while idle (hasWork): after
-        // one round that finds nothing, the thread sleeps again without lingering.
-        if (active_.load() == 0 && !stop_) cv_.wait_for(lock, std::chrono::milliseconds(100));
+        // Re-check under the lock: opBegin notifies while holding it (and remove() sets stop_
+        // under it, seen above in this same hold). The timeout only lets clients notice a
+        // departure while idle (hasWork): after one round that finds nothing, the thread sleeps
+        // again without lingering.
+        if (active_.load() == 0) cv_.wait_for(lock, std::chrono::milliseconds(100));
         sleeping_.store(false, std::memory_order_release);
         continue;
       }
