@@ -40,8 +40,14 @@ BIND=(--bind none)
 CHOICES=("default:" "Ring/Simple:COLLCOMM_ALGO=Ring COLLCOMM_PROTO=Simple" "Ring/LL:COLLCOMM_ALGO=Ring COLLCOMM_PROTO=LL")
 (( RANKS == 2 )) && CHOICES+=("OneShot/Simple:COLLCOMM_ALGO=OneShot COLLCOMM_PROTO=Simple"
                               "OneShot/LL:COLLCOMM_ALGO=OneShot COLLCOMM_PROTO=LL")
-# Direct (single copy; process_vm_readv between these processes) where the op has it.
-CHOICES+=("Direct:COLLCOMM_ALGO=Direct")
+# Direct (single copy; process_vm_readv between these processes) where the op has it; not when
+# the caller forces NET (COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1): Direct moves no byte over
+# the network, so it is no choice a NET communicator's planner has (it never picks it there).
+if [[ "${COLLCOMM_P2P_DISABLE:-0}" == 1 && "${COLLCOMM_SHM_DISABLE:-0}" == 1 ]]; then
+  echo "NET forced: Direct left out of the choices" >&2
+else
+  CHOICES+=("Direct:COLLCOMM_ALGO=Direct")
+fi
 # Timed iterations: roughly 0.05-0.2 s per run at every size on the 2-vCPU VM.
 iters() {
   local s="$1" n="${1%[KMG]}"
