@@ -5,6 +5,10 @@
 //   path is fixed (a receiver polling a cache line the sender is still filling).
 // - Algorithm: one-shot AllReduce while what a rank receives is at most 64 KiB (8 B: 0.24 us
 //   against the ring's 0.45; 64 KiB: 7.5 against 18.5 us), ring above (256 KiB: about equal).
+//   Over NET up to 256 KiB: the ring's second phase costs a network round trip (2026-11-24, 2
+//   processes over loopback TCP, near phase, out-of-place/in-place us, one-shot against ring:
+//   128 KiB 54-59/39-40 against 65-66/47, 256 KiB 82-90/72-74 against 85-88/75-77; 512 KiB
+//   equal, 137 against 134).
 // - Results stream past the cache from 4 MiB (out of place 16 MiB: +20% busbw).
 // - FIFO steps stream past the cache from 64 KiB while the receiver finds the sender's core far
 //   (device/host/core_distance.h; 2026-11-24, 2 processes pinned, the VM in a phase where its two
@@ -66,7 +70,7 @@ Status loadTunerConfig(TunerConfig* out) {
                       algo.c_str());
   }
   const int64_t oneShot = paramInt(Param::kOneshotThreshold);
-  if (oneShot >= 0) cfg.oneShotThreshold = static_cast<size_t>(oneShot);
+  if (oneShot >= 0) cfg.oneShotThreshold = cfg.oneShotNetThreshold = static_cast<size_t>(oneShot);
   const int64_t threshold = paramInt(Param::kLlThreshold);
   if (threshold >= 0) cfg.llThreshold = static_cast<size_t>(threshold);
   const int64_t stream = paramInt(Param::kStreamThreshold);
@@ -144,7 +148,7 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
   if (kind == CollKind::kAllReduce && nranks >= 2) {
     if (cfg.forcedAlgo >= 0 && cfg.forcedAlgo != static_cast<int>(Algorithm::kDirect))
       plan.algo = static_cast<Algorithm>(cfg.forcedAlgo);
-    else if (bytes * static_cast<size_t>(nranks - 1) <= cfg.oneShotThreshold)
+    else if (bytes * static_cast<size_t>(nranks - 1) <= (overNet ? cfg.oneShotNetThreshold : cfg.oneShotThreshold))
       plan.algo = Algorithm::kOneShot;
   }
   if (cfg.forcedProto >= 0)

@@ -33,6 +33,14 @@ TEST(Planner, DefaultsByKindSizeAndRanks) {
   EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 3, 1).algo, Algorithm::kOneShot);
   EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold / 3, 4, 1).algo, Algorithm::kOneShot);
   EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold / 3 + 1, 4, 1).algo, Algorithm::kRing);
+  // Over NET one-shot reaches further (the ring's second phase is a network round trip).
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotNetThreshold, 2, 1, DirectReach::kNone, true).algo,
+            Algorithm::kOneShot);
+  EXPECT_EQ(
+      planCollective(cfg, CollKind::kAllReduce, cfg.oneShotNetThreshold + 1, 2, 1, DirectReach::kNone, true).algo,
+      Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotNetThreshold / 3, 4, 1, DirectReach::kNone, true).algo,
+            Algorithm::kOneShot);
   // Other collectives: rings.
   EXPECT_EQ(planCollective(cfg, CollKind::kReduceScatter, 8, 2, 1).algo, Algorithm::kRing);
   // Results stream past the cache from the threshold up.
@@ -51,9 +59,13 @@ TEST(Planner, EnvironmentForcesAndRejects) {
   setenv("COLLCOMM_PROTO", "Simple", 1);
   setenv("COLLCOMM_STREAM_THRESHOLD", "0", 1);
   setenv("COLLCOMM_LL_THRESHOLD", "1024", 1);
+  setenv("COLLCOMM_ONESHOT_THRESHOLD", "4096", 1);
   TunerConfig cfg = loaded();
   EXPECT_EQ(cfg.llThreshold, 1024u);
+  EXPECT_EQ(cfg.oneShotThreshold, 4096u);
+  EXPECT_EQ(cfg.oneShotNetThreshold, 4096u);  // one variable for both
   unsetenv("COLLCOMM_LL_THRESHOLD");
+  unsetenv("COLLCOMM_ONESHOT_THRESHOLD");
   CollPlan p = planCollective(cfg, CollKind::kAllReduce, 1 << 30, 2, 1);
   EXPECT_EQ(p.algo, Algorithm::kOneShot);
   EXPECT_EQ(p.proto, Protocol::kSimple);
