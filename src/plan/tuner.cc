@@ -8,7 +8,8 @@
 //   Over NET up to 256 KiB: the ring's second phase costs a network round trip (2026-11-24, 2
 //   processes over loopback TCP, near phase, out-of-place/in-place us, one-shot against ring:
 //   128 KiB 54-59/39-40 against 65-66/47, 256 KiB 82-90/72-74 against 85-88/75-77; 512 KiB
-//   equal, 137 against 134).
+//   equal, 137 against 134). Two ranks only: 4 ranks over NET on the 2 cores lost with one-shot
+//   at 64 KiB (192 KiB received: 488 against the ring's 371 us).
 // - Results stream past the cache from 4 MiB (out of place 16 MiB: +20% busbw).
 // - FIFO steps stream past the cache from 64 KiB while the receiver finds the sender's core far
 //   (device/host/core_distance.h; 2026-11-24, 2 processes pinned, the VM in a phase where its two
@@ -148,7 +149,8 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
   if (kind == CollKind::kAllReduce && nranks >= 2) {
     if (cfg.forcedAlgo >= 0 && cfg.forcedAlgo != static_cast<int>(Algorithm::kDirect))
       plan.algo = static_cast<Algorithm>(cfg.forcedAlgo);
-    else if (bytes * static_cast<size_t>(nranks - 1) <= (overNet ? cfg.oneShotNetThreshold : cfg.oneShotThreshold))
+    else if (bytes * static_cast<size_t>(nranks - 1) <=
+             (overNet && nranks == 2 ? cfg.oneShotNetThreshold : cfg.oneShotThreshold))
       plan.algo = Algorithm::kOneShot;
   }
   if (cfg.forcedProto >= 0)

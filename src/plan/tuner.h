@@ -24,8 +24,8 @@ struct TunerConfig {
   // Largest AllReduce run one-shot, in bytes one rank receives: message x (nranks - 1)
   // (COLLCOMM_ONESHOT_THRESHOLD).
   size_t oneShotThreshold = size_t{64} << 10;
-  // The same for communicators with NET connections, where the ring's extra phase costs a
-  // network round trip (the variable sets both).
+  // The same for two ranks joined by NET, where the ring's second phase costs a network round
+  // trip (the variable sets both).
   size_t oneShotNetThreshold = size_t{256} << 10;
   // Largest message, in bytes, sent with LL (COLLCOMM_LL_THRESHOLD; 0: LL only when forced); see
   // tuner.cc for why it is so small.

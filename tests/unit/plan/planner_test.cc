@@ -39,8 +39,9 @@ TEST(Planner, DefaultsByKindSizeAndRanks) {
   EXPECT_EQ(
       planCollective(cfg, CollKind::kAllReduce, cfg.oneShotNetThreshold + 1, 2, 1, DirectReach::kNone, true).algo,
       Algorithm::kRing);
-  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotNetThreshold / 3, 4, 1, DirectReach::kNone, true).algo,
-            Algorithm::kOneShot);
+  // ... for two ranks; more keep the shared-memory threshold.
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold / 3 + 1, 4, 1, DirectReach::kNone, true).algo,
+            Algorithm::kRing);
   // Other collectives: rings.
   EXPECT_EQ(planCollective(cfg, CollKind::kReduceScatter, 8, 2, 1).algo, Algorithm::kRing);
   // Results stream past the cache from the threshold up.
