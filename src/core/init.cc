@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/asymmetric_fence.h"
 #include "common/log.h"
@@ -68,12 +69,33 @@ Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
   return kOk;
 }
 
+// Every rank must cut a ring's data into steps of one size (Primitives), but a connection may
+// carry less than its slot (NET: whole network segments, transport.h stepMaxBytes) and ranks may
+// differ in COLLCOMM_BUFFSIZE: the ring takes the smallest step any rank's ring connection takes.
+Status agreeRingStep(ccComm* comm, Deadline deadline) {
+  comm->ringStepBytes = comm->fifoSizes.ring.simpleStepBytes;
+  if (comm->nranks == 1) return kOk;
+  uint64_t mine = comm->fifoSizes.ring.simpleStepBytes;
+  for (const Channel& ch : comm->channels)
+    mine = std::min<uint64_t>({mine, ch.send.simpleStepMax, ch.recv.simpleStepMax});
+  std::vector<uint64_t> all(comm->nranks);
+  all[comm->rank] = mine;
+  CC_CHECK(comm->bootstrap->allGather(all.data(), sizeof(uint64_t), deadline));
+  const uint64_t step = *std::min_element(all.begin(), all.end());
+  for (Channel& ch : comm->channels) ch.send.simpleStepMax = ch.recv.simpleStepMax = static_cast<uint32_t>(step);
+  comm->ringStepBytes = step;
+  return kOk;
+}
+
 void logSummary(const ccComm* comm) {
   if (!logEnabled(LogLevel::kInfo, kSubsysInit)) return;
   const PeerInfo& me = comm->peers[comm->rank];
-  CC_INFO(kSubsysInit, "comm %p%s%s rank %d nranks %d host %s pid %d device host: %zu channel(s), timeout %d s",
+  CC_INFO(kSubsysInit,
+          "comm %p%s%s rank %d nranks %d host %s pid %d device host: %zu channel(s), ring steps of %zu bytes, "
+          "timeout %d s",
           static_cast<const void*>(comm), comm->config.name.empty() ? "" : " name ", comm->config.name.c_str(),
-          comm->rank, comm->nranks, me.host, me.pid, comm->channels.size(), comm->config.timeoutSeconds);
+          comm->rank, comm->nranks, me.host, me.pid, comm->channels.size(), comm->ringStepBytes,
+          comm->config.timeoutSeconds);
   for (const Channel& ch : comm->channels) {
     if (comm->nranks == 1) break;
     CC_INFO(kSubsysInit, "channel %d: rank %d (%s) -> rank %d via %s; rank %d (%s) -> rank %d via %s", ch.id,
@@ -149,6 +171,7 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
   if (!paramIsSet(Param::kSpinCount) && hostOversubscribed(comm->peers, rank, /*threadsPerProcess=*/1))
     comm->netSpinCount = 0;
   CC_CHECK(connectRings(comm.get(), config.minChannels, deadline));
+  CC_CHECK(agreeRingStep(comm.get(), deadline));
   if (comm->usesNet && comm->netSpinCount != comm->spinCount)
     CC_INFO(kSubsysInit,
             "rank %d: NET in use and this host's ranks and proxy threads outnumber their CPUs; waits yield at once",

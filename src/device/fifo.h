@@ -133,7 +133,8 @@ struct SendConn {
   FifoCtrl* ctrl = nullptr;
   char* simpleBuf = nullptr;
   uint64_t* llBuf = nullptr;
-  uint32_t simpleStepBytes = 0;
+  uint32_t simpleStepBytes = 0;  // a Simple slot's size (the stride between slots)
+  uint32_t simpleStepMax = 0;    // the payload a Simple step carries at most (<= the slot)
   uint32_t llStepLines = 0;
   uint64_t simpleStep = 0;
   uint64_t llStep = 0;
@@ -152,7 +153,8 @@ struct RecvConn {
   FifoCtrl* ctrl = nullptr;
   char* simpleBuf = nullptr;
   uint64_t* llBuf = nullptr;
-  uint32_t simpleStepBytes = 0;
+  uint32_t simpleStepBytes = 0;  // as in SendConn
+  uint32_t simpleStepMax = 0;
   uint32_t llStepLines = 0;
   uint64_t simpleStep = 0;
   uint64_t llStep = 0;
@@ -173,6 +175,7 @@ CC_HD void bindFifo(Conn& conn, void* block, const FifoLayout& layout) {
   conn.simpleBuf = base + layout.simpleOffset();
   conn.llBuf = reinterpret_cast<uint64_t*>(base + layout.llOffset());
   conn.simpleStepBytes = static_cast<uint32_t>(layout.simpleStepBytes);
+  conn.simpleStepMax = conn.simpleStepBytes;  // the connection or the ring may choose less (connect.h)
   conn.llStepLines = static_cast<uint32_t>(layout.llStepLines);
   conn.llRingLines = static_cast<uint32_t>(layout.llRingLines());
 }

@@ -31,7 +31,7 @@ struct ProtoSimple {
   static constexpr size_t kDistanceProbeMinBytes = size_t{32} << 10;
 
   template <class Conn>
-  CC_HD static size_t stepBytes(const Conn& c) { return c.simpleStepBytes; }
+  CC_HD static size_t stepBytes(const Conn& c) { return c.simpleStepMax; }
 
   template <class Platform>
   CC_HD static void* acquireSend(Platform& plat, SendConn& c) {

@@ -34,6 +34,14 @@ void bindPeer(Conn& conn, const PeerInfo& self, const PeerInfo& peer, bool isSen
   conn.llCursor = LlCursor{};
 }
 
+// The receiver's choice of a step's payload: what the transport asks for, if it is a usable size
+// (a multiple of 64 bytes, within the slot), else the whole slot.
+size_t stepMaxFor(const TransportOps& t, const FifoLayout& layout) {
+  const size_t slot = layout.simpleStepBytes;
+  const size_t want = t.stepMaxBytes != nullptr ? t.stepMaxBytes(layout) : slot;
+  return want != 0 && want <= slot && want % 64 == 0 ? want : slot;
+}
+
 }  // namespace
 
 Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self, const uint64_t secret[2],
@@ -56,8 +64,10 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
     CC_CHECK(t->createFifo(r.layout, me, peer, setup, r.mem, &desc));
     desc.transport = index;
     desc.simpleStepBytes = r.layout.simpleStepBytes;
+    desc.simpleStepMax = static_cast<uint32_t>(stepMaxFor(*t, r.layout));
     desc.llStepLines = r.layout.llStepLines;
     bindFifo(*r.recv, (*r.mem)->base(), r.layout);
+    r.recv->simpleStepMax = desc.simpleStepMax;
     bindPeer(*r.recv, me, peer, false);
     *r.transportName = t->name;
     chosen[k] = t;
@@ -77,7 +87,11 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
     const TransportOps* t = table[desc.transport];
     CC_CHECK(t->attachFifo(desc, me, peer, setup, r.mem));
     const FifoLayout layout{desc.simpleStepBytes, desc.llStepLines};
+    if (desc.simpleStepMax == 0 || desc.simpleStepMax > desc.simpleStepBytes || desc.simpleStepMax % 64 != 0)
+      return CC_ERROR(Status::kInternalError, "rank %d described Simple steps of %u bytes in slots of %llu", r.peer,
+                      desc.simpleStepMax, static_cast<unsigned long long>(desc.simpleStepBytes));
     bindFifo(*r.send, (*r.mem)->base(), layout);
+    r.send->simpleStepMax = desc.simpleStepMax;
     bindPeer(*r.send, me, peer, true);
     *r.transportName = t->name;
     const uint8_t ack = 1;

@@ -29,7 +29,7 @@ struct PeerInfo {
 // Opaque description of a FIFO, made by the receiving side's transport.
 struct ConnDesc {
   uint32_t transport;  // index in transportTable()
-  uint32_t reserved;
+  uint32_t simpleStepMax;  // the payload a Simple step of this connection carries at most
   uint64_t bytes;      // FIFO block size
   uint64_t simpleStepBytes;  // the receiver's layout, which the sender adopts
   uint64_t llStepLines;
@@ -62,6 +62,10 @@ struct TransportOps {
   // Receiver, once the sender has attached: drop names others could still open; NET: accept the
   // sender's connection (may be null).
   Status (*senderAttached)(FifoMemory& mem, const PeerInfo& peer, const ConnSetup& setup);
+  // Receiver: the payload a Simple step of a FIFO with `layout` should carry at most, a multiple
+  // of 64 bytes and at most its slot (NET: what the network moves without a short packet at the
+  // end, net.h wholeSegmentBytes). Null: the whole slot.
+  size_t (*stepMaxBytes)(const FifoLayout& layout);
 };
 
 extern const TransportOps kP2pTransport;

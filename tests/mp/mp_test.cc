@@ -363,6 +363,59 @@ TEST(ProcessP2pNet, GroupsAndSplitOverNet) {
   expectAllSucceeded(job, 3);
 }
 
+// Ranks launched with settings of their own (COLLCOMM_COMM_ID on loopback, so each worker makes
+// the id itself and rank 0 starts the root): `own(rank)` gives a rank's extra NAME=VALUE pairs.
+std::function<std::vector<std::string>(int)> perRankEnv(std::function<std::vector<std::string>(int)> own) {
+  const std::string commId = "127.0.0.1:" + std::to_string(40000 + getpid() % 20000);
+  return [own, commId](int rank) {
+    std::vector<std::string> cmd = {"env", "COLLCOMM_SOCKET_IFNAME=lo", "COLLCOMM_COMM_ID=" + commId};
+    for (auto& kv : own(rank)) cmd.push_back(kv);
+    return cmd;
+  };
+}
+
+// Every rank of `job` said in its INFO summary that its ring takes steps of `bytes`.
+void expectRingSteps(const WorkerJob& job, int nranks, const std::string& bytes) {
+  for (int r = 0; r < nranks; ++r)
+    EXPECT_NE(job.result(r).output.find("channel(s), ring steps of " + bytes + " bytes"), std::string::npos)
+        << "rank " << r << " did not take ring steps of " << bytes << " bytes\n"
+        << job.allOutput();
+}
+
+// Ranks that differ in COLLCOMM_BUFFSIZE still cut the ring's data identically: each ring takes
+// the smallest step any rank's connections carry (rank 1's 32 KiB here). Before the ranks agreed,
+// rank 2 expected 128 KiB steps from rank 1 and every large operation failed on the size check.
+TEST(ProcessRingStep, RanksWithDifferentBuffsizesAgree) {
+  WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT"},
+                kDeadlineSeconds);
+  job.setLauncher(perRankEnv([](int rank) {
+    return std::vector<std::string>{rank == 1 ? "COLLCOMM_BUFFSIZE=262144" : "COLLCOMM_BUFFSIZE=1048576"};
+  }));
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 3);
+  expectNoShmLeft(job);
+  expectRingSteps(job, 3, "32768");
+}
+
+// A ring that crosses hosts (COLLCOMM_HOSTID: ranks 0 and 1 share one, over SHM; rank 2 is
+// alone, over NET) takes the NET connections' whole-segment steps on its SHM link too, and every
+// collective stays exact. On loopback (MTU 65536) a 128 KiB slot carries 130944 bytes: with its
+// 16-byte header, two segments of 65483 and 65477 bytes instead of two full ones and 122 bytes.
+TEST(ProcessRingStep, NetAndShmInOneRingTakeWholeSegmentSteps) {
+  WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT"},
+                kDeadlineSeconds);
+  job.setLauncher(perRankEnv([](int rank) {
+    return std::vector<std::string>{rank < 2 ? "COLLCOMM_HOSTID=hostA" : "COLLCOMM_HOSTID=hostB"};
+  }));
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 3);
+  expectNoShmLeft(job);
+  const std::string out = job.allOutput();
+  EXPECT_NE(out.find("via SHM"), std::string::npos) << out;
+  EXPECT_NE(out.find("via NET"), std::string::npos) << out;
+  expectRingSteps(job, 3, "130944");
+}
+
 // The sweep (every collective, allreduce among them) over NET on IPv6 loopback:
 // COLLCOMM_SOCKET_IFNAME==lo COLLCOMM_SOCKET_FAMILY=AF_INET6 for the workers and for this driver,
 // whose ccGetUniqueId starts the rendezvous root. Every worker's log must show the bootstrap and

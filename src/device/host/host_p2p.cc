@@ -19,7 +19,7 @@ bool pumpSend(HostP2pOp& op) {
     return c.simpleHeadSeen + kNumSteps > step || (c.simpleHeadSeen = P::loadAcquire(&c.ctrl->simpleHead)) + kNumSteps > step;
   };
   while (op.done < op.bytes && roomFor(c.simpleStep)) {
-    const size_t len = op.bytes - op.done < c.simpleStepBytes ? op.bytes - op.done : c.simpleStepBytes;
+    const size_t len = op.bytes - op.done < c.simpleStepMax ? op.bytes - op.done : c.simpleStepMax;
     const uint64_t slot = c.simpleStep % kNumSteps;
     memcpy(c.simpleBuf + slot * c.simpleStepBytes, static_cast<const char*>(op.buf) + op.done, len);
     P::storeRelaxed(&c.ctrl->simpleBytes[slot], len);
@@ -36,7 +36,7 @@ bool pumpRecv(HostP2pOp& op, P& plat) {
   RecvConn& c = *op.recv;
   bool moved = false;
   while (op.done < op.bytes && P::loadAcquire(&c.ctrl->simpleTail) > c.simpleStep) {
-    const size_t len = op.bytes - op.done < c.simpleStepBytes ? op.bytes - op.done : c.simpleStepBytes;
+    const size_t len = op.bytes - op.done < c.simpleStepMax ? op.bytes - op.done : c.simpleStepMax;
     const uint64_t slot = c.simpleStep % kNumSteps;
     const uint64_t sent = P::loadRelaxed(&c.ctrl->simpleBytes[slot]);
     if (sent != len) {

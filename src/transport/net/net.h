@@ -87,6 +87,11 @@ struct NetOpsV1 {
   // Sender, after an op on the comm failed: true with the word its receiver left before closing,
   // false when it left none (it died, or the link broke). May be null.
   bool (*peerFarewell)(void* sendComm, uint32_t* word);
+  // The largest message size <= maxBytes, a multiple of `align`, that the backend moves over
+  // `dev` in whole transmit units: no short packet after the full ones (TCP cuts a stream into
+  // segments of its MSS; a message that leaves a few bytes over costs a short segment that takes
+  // as long through the stack as a full one). 0: no such size, or no preference. May be null.
+  size_t (*wholeSegmentBytes)(int dev, size_t maxBytes, size_t align);
   Status (*closeSend)(void* sendComm);
   Status (*closeRecv)(void* recvComm);
   Status (*closeListen)(void* listenComm);

@@ -56,6 +56,7 @@ const NetOpsV1 kSocketNet = {
     .test = socketTest,
     .farewell = socketFarewell,
     .peerFarewell = socketPeerFarewell,
+    .wholeSegmentBytes = socketWholeSegmentBytes,
     .closeSend = socketCloseComm,
     .closeRecv = socketCloseComm,
     .closeListen = socketCloseListen,

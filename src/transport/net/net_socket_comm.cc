@@ -33,15 +33,6 @@ constexpr uint32_t kDelayedAckRearmReads = 64;
 // How long a broken send connection waits for the receiver's farewell (see breakSend).
 constexpr auto kFarewellWait = std::chrono::milliseconds(200);
 
-int sysctlInt(const char* path) {
-  int v = 0;
-  if (FILE* f = fopen(path, "r")) {
-    if (fscanf(f, "%d", &v) != 1) v = 0;
-    fclose(f);
-  }
-  return v;
-}
-
 // Sets kSocketBufferBytes where net.core.wmem_max/rmem_max allow it: a capped size would be
 // smaller than what autotuning reaches, and setting a size turns autotuning off.
 void sizeBuffers(const Socket& s) {

@@ -1,7 +1,12 @@
 // The socket backend's devices: which interfaces it offers (COLLCOMM_SOCKET_IFNAME / _FAMILY),
-// their properties, and the shape of a connection over them (helper threads and sockets per
-// thread, from link speed and the CPUs the process may use).
+// their properties, the shape of a connection over them (helper threads and sockets per thread,
+// from link speed and the CPUs the process may use), and the message sizes TCP moves over them in
+// whole segments.
+#include <net/if.h>
 #include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -23,6 +28,17 @@ std::mutex g_devMu;
 bool g_devInited = false;
 std::string g_devKey;  // COLLCOMM_SOCKET_IFNAME and _FAMILY the device list was made under
 std::vector<Device> g_devs;
+
+// The interface's MTU (0 when unknown), asked of the kernel: sysfs may show another namespace.
+int interfaceMtu(const std::string& ifname) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  ifreq req{};
+  snprintf(req.ifr_name, sizeof(req.ifr_name), "%s", ifname.c_str());
+  const int mtu = ioctl(fd, SIOCGIFMTU, &req) == 0 ? req.ifr_mtu : 0;
+  close(fd);
+  return mtu > 0 ? mtu : 0;
+}
 
 int linkSpeedMbps(const std::string& ifname) {
   std::string path = "/sys/class/net/" + ifname + "/speed";
@@ -88,6 +104,52 @@ Status socketGetProperties(int dev, NetProperties* props) {
   CC_CHECK(deviceAt(dev, &d));
   *props = d.props;
   return kOk;
+}
+
+int sysctlInt(const char* path) {
+  int v = 0;
+  if (FILE* f = fopen(path, "r")) {
+    if (fscanf(f, "%d", &v) != 1) v = 0;
+    fclose(f);
+  }
+  return v;
+}
+
+// The MSS is the MTU less the IP and TCP headers and the timestamp option; an IPv4 packet is at
+// most 65535 bytes in all, an IPv6 one 65535 after its header (loopback's MTU of 65536 gives 65483
+// and 65464). One GSO send holds as many MSS as fit in the kernel's 64 KiB size goal less room for
+// headers (at least one): 45 x 1448 = 65160 on a 1500-byte Ethernet MTU, 7 x 8948 with jumbo frames.
+size_t tcpTransmitUnit(int mtu, bool ipv6, bool timestamps) {
+  constexpr int kGsoGoal = 65536 - 1 - 320;
+  const int ipBytes = ipv6 ? 40 : 20;
+  const int packet = std::min(mtu, ipv6 ? 65535 + 40 : 65535);
+  const int mss = packet - ipBytes - 20 - (timestamps ? 12 : 0);
+  if (mss < 64) return 0;
+  return static_cast<size_t>(mss) * static_cast<size_t>(std::max(1, kGsoGoal / mss));
+}
+
+size_t wholeUnitsMessage(size_t unit, size_t overhead, size_t maxBytes, size_t align) {
+  if (unit == 0 || align == 0) return 0;
+  const size_t slack = std::max(kWholeSegmentSlack, align);
+  const size_t top = maxBytes / align * align;
+  const size_t units = (top + overhead) / unit;
+  const size_t over = (top + overhead) % unit;
+  if (over == 0 || over + slack >= unit) return top;  // already ends in a full or nearly full unit
+  if (units == 0 || units * unit < overhead + align) return 0;
+  return (units * unit - overhead) / align * align;
+}
+
+// On the control socket a message is its header and payload, one stream; a connection with data
+// sockets deals large messages over them in chunks (postChunks), which are left as they are.
+size_t socketWholeSegmentBytes(int dev, size_t maxBytes, size_t align) {
+  Device d;
+  if (!isOk(deviceAt(dev, &d))) return 0;
+  int threads = 0, socksPerThread = 0;
+  socketThreadsAndSockets(d.props.speedMbps, processCpus(), &threads, &socksPerThread);
+  if (threads * socksPerThread > 0) return 0;
+  const bool timestamps = sysctlInt("/proc/sys/net/ipv4/tcp_timestamps") != 0;
+  const size_t unit = tcpTransmitUnit(interfaceMtu(d.iface.name), d.iface.addr.family() == AF_INET6, timestamps);
+  return wholeUnitsMessage(unit, sizeof(MsgHeader), maxBytes, align);
 }
 
 }  // namespace netsocket

@@ -2,7 +2,7 @@
 // device, a connection (SocketComm), its requests, its helper threads and the chunks they move —
 // and the functions they call across files. Which file owns what:
 //   net_socket.cc           the ops table (and the backend's design, in its banner)
-//   net_socket_device.cc    devices, their properties, the shape of a connection
+//   net_socket_device.cc    devices, their properties, the shape of a connection, whole-segment sizes
 //   net_socket_handshake.cc listen / connect / accept
 //   net_socket_comm.cc      a connection's sockets, its failure and farewell, its end
 //   net_socket_progress.cc  requests and the control socket's send/receive progress (the data path)
@@ -120,6 +120,17 @@ struct SocketComm {
 Status socketInit();
 Status socketDevices(int* count);
 Status socketGetProperties(int dev, NetProperties* props);
+size_t socketWholeSegmentBytes(int dev, size_t maxBytes, size_t align);
+// TCP's transmit unit over an interface: bytes of payload one send hands the stack at most (the
+// MSS times the segments one GSO send holds); 0 when the MTU is unknown or absurd.
+size_t tcpTransmitUnit(int mtu, bool ipv6, bool timestamps);
+// The largest multiple of `align` <= maxBytes whose message (with `overhead` bytes of framing)
+// ends in a whole unit or one at most max(kWholeSegmentSlack, align) bytes short of whole; 0 when
+// a message that size fits in less than one unit anyway.
+inline constexpr size_t kWholeSegmentSlack = 64;
+size_t wholeUnitsMessage(size_t unit, size_t overhead, size_t maxBytes, size_t align);
+// An integer sysctl (/proc/sys/...), 0 when unreadable.
+int sysctlInt(const char* path);
 // A copy of device `dev` (finding the devices first when needed); a sentence when there is none.
 Status deviceAt(int dev, Device* out);
 

@@ -42,6 +42,8 @@
 namespace collcomm::detail {
 namespace {
 
+// The backend device every connection uses (COLLCOMM_SOCKET_IFNAME picks the interface).
+constexpr int kNetDev = 0;
 constexpr uint32_t kTagSimple = 0;
 constexpr uint32_t kTagLl = 1;
 constexpr uint32_t kTagState = 2;
@@ -104,7 +106,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   Status listen(const ConnSetup& setup, void* handle) {
     CC_CHECK(net_->init());
     const NetSecret secret{{setup.secret[0], setup.secret[1]}};
-    return net_->listen(kDev, secret, handle, &listen_);
+    return net_->listen(kNetDev, secret, handle, &listen_);
   }
 
   // Sender: connects to the receiver's handle, up to the deadline.
@@ -114,7 +116,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     memcpy(handle_, handle, kNetHandleBytes);
     connecting_ = true;
     while (comm_ == nullptr) {
-      Status s = net_->connect(kDev, secret, handle_, &comm_);
+      Status s = net_->connect(kNetDev, secret, handle_, &comm_);
       if (!isOk(s)) {
         connecting_ = false;  // the backend dropped the handshake
         return s;
@@ -168,8 +170,6 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   }
 
  private:
-  static constexpr int kDev = 0;
-
   // Sender, from any thread: every step the executor published has been handed to the network
   // (the proxy advances the heads only when a send completes).
   bool sentAll() const {
@@ -423,6 +423,15 @@ class NetConnection final : public FifoMemory, public ProxyClient {
 
 bool netCanConnect(const PeerInfo&, const PeerInfo&) { return true; }
 
+// Simple steps the network moves in whole packets (net.h wholeSegmentBytes): on loopback a 128 KiB
+// step with its header left a 122-byte third segment, and the steps sized to two full ones made a
+// 16 MiB allreduce about 8% faster (docs/net.md).
+size_t netStepMaxBytes(const FifoLayout& layout) {
+  const NetOpsV1& net = socketNet();
+  if (net.wholeSegmentBytes == nullptr) return 0;
+  return net.wholeSegmentBytes(kNetDev, layout.simpleStepBytes, 64);
+}
+
 Status netCreateFifo(const FifoLayout& layout, const PeerInfo&, const PeerInfo& peer, const ConnSetup& setup,
                      std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
   auto conn = std::make_unique<NetConnection>(false, layout, peer);
@@ -456,6 +465,7 @@ const TransportOps kNetTransport = {
     .createFifo = netCreateFifo,
     .attachFifo = netAttachFifo,
     .senderAttached = netSenderAttached,
+    .stepMaxBytes = netStepMaxBytes,
 };
 
 }  // namespace collcomm::detail

@@ -86,6 +86,7 @@ const TransportOps kP2pTransport = {
     .createFifo = p2pCreateFifo,
     .attachFifo = p2pAttachFifo,
     .senderAttached = nullptr,
+    .stepMaxBytes = nullptr,
 };
 
 }  // namespace collcomm::detail

@@ -121,6 +121,7 @@ const TransportOps kShmTransport = {
     .createFifo = shmCreateFifo,
     .attachFifo = shmAttachFifo,
     .senderAttached = shmSenderAttached,
+    .stepMaxBytes = nullptr,
 };
 
 }  // namespace collcomm::detail

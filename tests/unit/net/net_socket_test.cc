@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "common/status.h"
 #include "support/ipv6_loopback.h"
 #include "support/watchdog.h"
+#include "tcp_segments.h"
 #include "transport/net/net.h"
 #include "transport/net/net_socket_internal.h"
 
@@ -414,6 +417,84 @@ TEST(NetSocket, ReceivingControlSocketDelaysItsAcks) {
     delayed = quick == 0;
   }
   EXPECT_TRUE(delayed) << "the receiving control socket still acknowledges every message at once";
+}
+
+TEST(NetSocket, TransmitUnitFollowsMtuFamilyAndTimestamps) {
+  using netsocket::tcpTransmitUnit;
+  EXPECT_EQ(tcpTransmitUnit(65536, false, true), 65483u);  // loopback: IPv4 packets end at 65535 bytes
+  EXPECT_EQ(tcpTransmitUnit(65536, true, true), 65464u);   // IPv6 counts its payload only
+  EXPECT_EQ(tcpTransmitUnit(1500, false, true), 45u * 1448);
+  EXPECT_EQ(tcpTransmitUnit(1500, false, false), 44u * 1460);
+  EXPECT_EQ(tcpTransmitUnit(9000, false, true), 7u * 8948);
+  EXPECT_EQ(tcpTransmitUnit(0, false, true), 0u);
+  EXPECT_EQ(tcpTransmitUnit(100, false, true), 0u);
+}
+
+// Checked against the definition by search: the largest multiple of align <= max whose message
+// ends in a whole unit or at most max(slack, align) bytes short of one.
+TEST(NetSocket, WholeSegmentSizeIsTheLargestEndingInAFullSegment) {
+  using netsocket::kWholeSegmentSlack;
+  using netsocket::wholeUnitsMessage;
+  EXPECT_EQ(wholeUnitsMessage(65483, 16, 131072, 64), 130944u);  // 65483 + 65477 bytes, not 2 x 65483 + 122
+  EXPECT_EQ(wholeUnitsMessage(65483, 16, 130944, 64), 130944u);  // already ends nearly full
+  EXPECT_EQ(wholeUnitsMessage(65160, 16, 131072, 64), 130304u);  // exactly 2 x 65160 with its header
+  EXPECT_EQ(wholeUnitsMessage(65483, 16, 16384, 64), 0u);        // less than one unit: no preference
+  for (size_t unit : {size_t{1448}, size_t{8948}, size_t{62636}, size_t{65160}, size_t{65464}, size_t{65483}}) {
+    for (size_t overhead : {size_t{0}, size_t{16}}) {
+      for (size_t align : {size_t{64}, size_t{256}}) {
+        for (size_t maxBytes = 4096; maxBytes <= (size_t{1} << 20); maxBytes = maxBytes * 5 / 4 + 7) {
+          const size_t slack = std::max(kWholeSegmentSlack, align);
+          auto endsWhole = [&](size_t b) {
+            const size_t over = (b + overhead) % unit;
+            return over == 0 || over + slack >= unit;
+          };
+          size_t want = 0;
+          for (size_t b = maxBytes / align * align; b >= align; b -= align)
+            if (endsWhole(b)) {
+              want = b;
+              break;
+            }
+          if (maxBytes + overhead < unit && !endsWhole(maxBytes / align * align)) want = 0;
+          EXPECT_EQ(wholeUnitsMessage(unit, overhead, maxBytes, align), want)
+              << "unit " << unit << " overhead " << overhead << " align " << align << " max " << maxBytes;
+        }
+      }
+    }
+  }
+}
+
+// What the backend proposes for loopback really leaves in whole segments: messages of that size
+// sent one after another take two segments each (the sender's TCP_INFO count), where 128 KiB ones
+// took three. With data sockets the backend proposes nothing (its chunks are dealt as they are).
+TEST(NetSocket, WholeSegmentMessagesLeaveInFullSegmentsOverLoopback) {
+  test::Watchdog dog(60, "net socket whole segments");
+  setenv("COLLCOMM_SOCKET_IFNAME", "=lo", 1);
+  const NetOpsV1& n = socketNet();
+  ASSERT_EQ(n.init(), kOk);
+  setenv("COLLCOMM_SOCKET_NTHREADS", "1", 1);
+  EXPECT_EQ(n.wholeSegmentBytes(0, 131072, 64), 0u);
+  setenv("COLLCOMM_SOCKET_NTHREADS", "0", 1);
+  const size_t bytes = n.wholeSegmentBytes(0, 131072, 64);
+  unsetenv("COLLCOMM_SOCKET_NTHREADS");
+  ASSERT_GT(bytes, 0u) << "no whole-segment size for loopback";
+  EXPECT_LE(bytes, 131072u);
+  EXPECT_EQ(bytes % 64, 0u);
+  {
+    Pair p;
+    ASSERT_TRUE(connectPair(&p, "0", "0"));
+    const int fd = static_cast<netsocket::SocketComm*>(p.send)->ctrl.fd();
+    for (int warm = 0; warm < 4; ++warm) roundTrip(p, bytes, 1);  // past the window's first growth
+    const int64_t before = test::tcpSegmentsOut(fd);
+    if (before < 0) GTEST_SKIP() << "this kernel's TCP_INFO has no segment count";
+    constexpr int kMessages = 32;
+    for (int i = 0; i < kMessages; ++i) roundTrip(p, bytes, 1);
+    const int64_t segments = test::tcpSegmentsOut(fd) - before;
+    const int64_t units = static_cast<int64_t>((bytes + sizeof(netsocket::MsgHeader) + 65482) / 65483);
+    EXPECT_LE(segments, kMessages * units + kMessages / 8)
+        << kMessages << " messages of " << bytes << " bytes took " << segments << " segments";
+  }
+  unsetenv("COLLCOMM_SOCKET_IFNAME");
+  ASSERT_EQ(n.init(), kOk);
 }
 
 // COLLCOMM_SOCKET_IFNAME=lo COLLCOMM_SOCKET_FAMILY=AF_INET6: the backend's device is ::1 and
