@@ -69,21 +69,37 @@ Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
   return kOk;
 }
 
-// Every rank must cut a ring's data into steps of one size (Primitives), but a connection may
-// carry less than its slot (NET: whole network segments, transport.h stepMaxBytes) and ranks may
-// differ in COLLCOMM_BUFFSIZE: the ring takes the smallest step any rank's ring connection takes.
+// Every rank must cut a ring's data into steps of one size (Primitives take the smaller of their
+// two connections' steps), but a connection may carry less than its slot (NET: whole network
+// segments, transport.h stepMaxBytes) and ranks may differ in COLLCOMM_BUFFSIZE or
+// COLLCOMM_LL_BUFFSIZE: each ring takes the smallest Simple and LL step any rank's ring connection
+// takes. A smaller LL step than the FIFO was laid out for is safe: room is checked for the step's
+// size, and the NET proxy checks for the layout's (larger) one.
 Status agreeRingStep(ccComm* comm, Deadline deadline) {
   comm->ringStepBytes = comm->fifoSizes.ring.simpleStepBytes;
   if (comm->nranks == 1) return kOk;
-  uint64_t mine = comm->fifoSizes.ring.simpleStepBytes;
-  for (const Channel& ch : comm->channels)
-    mine = std::min<uint64_t>({mine, ch.send.simpleStepMax, ch.recv.simpleStepMax});
-  std::vector<uint64_t> all(comm->nranks);
+  struct Steps {
+    uint64_t simpleBytes;
+    uint64_t llLines;
+  };
+  Steps mine{comm->fifoSizes.ring.simpleStepBytes, comm->fifoSizes.ring.llStepLines};
+  for (const Channel& ch : comm->channels) {
+    mine.simpleBytes = std::min<uint64_t>({mine.simpleBytes, ch.send.simpleStepMax, ch.recv.simpleStepMax});
+    mine.llLines = std::min<uint64_t>({mine.llLines, ch.send.llStepLines, ch.recv.llStepLines});
+  }
+  std::vector<Steps> all(comm->nranks);
   all[comm->rank] = mine;
-  CC_CHECK(comm->bootstrap->allGather(all.data(), sizeof(uint64_t), deadline));
-  const uint64_t step = *std::min_element(all.begin(), all.end());
-  for (Channel& ch : comm->channels) ch.send.simpleStepMax = ch.recv.simpleStepMax = static_cast<uint32_t>(step);
-  comm->ringStepBytes = step;
+  CC_CHECK(comm->bootstrap->allGather(all.data(), sizeof(Steps), deadline));
+  Steps ring = mine;
+  for (const Steps& s : all) {
+    ring.simpleBytes = std::min(ring.simpleBytes, s.simpleBytes);
+    ring.llLines = std::min(ring.llLines, s.llLines);
+  }
+  for (Channel& ch : comm->channels) {
+    ch.send.simpleStepMax = ch.recv.simpleStepMax = static_cast<uint32_t>(ring.simpleBytes);
+    ch.send.llStepLines = ch.recv.llStepLines = static_cast<uint32_t>(ring.llLines);
+  }
+  comm->ringStepBytes = ring.simpleBytes;
   return kOk;
 }
 
@@ -91,10 +107,11 @@ void logSummary(const ccComm* comm) {
   if (!logEnabled(LogLevel::kInfo, kSubsysInit)) return;
   const PeerInfo& me = comm->peers[comm->rank];
   CC_INFO(kSubsysInit,
-          "comm %p%s%s rank %d nranks %d host %s pid %d device host: %zu channel(s), ring steps of %zu bytes, "
-          "timeout %d s",
+          "comm %p%s%s rank %d nranks %d host %s pid %d device host: %zu channel(s), ring steps of %zu bytes "
+          "(LL: %u), timeout %d s",
           static_cast<const void*>(comm), comm->config.name.empty() ? "" : " name ", comm->config.name.c_str(),
           comm->rank, comm->nranks, me.host, me.pid, comm->channels.size(), comm->ringStepBytes,
+          comm->channels.empty() ? 0u : comm->channels[0].send.llStepLines * static_cast<unsigned>(kLlBytesPerLine),
           comm->config.timeoutSeconds);
   for (const Channel& ch : comm->channels) {
     if (comm->nranks == 1) break;

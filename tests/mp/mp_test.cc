@@ -374,27 +374,35 @@ std::function<std::vector<std::string>(int)> perRankEnv(std::function<std::vecto
   };
 }
 
-// Every rank of `job` said in its INFO summary that its ring takes steps of `bytes`.
+// Every rank of `job` said in its INFO summary that its ring takes steps of `bytes` ("N bytes ...").
 void expectRingSteps(const WorkerJob& job, int nranks, const std::string& bytes) {
   for (int r = 0; r < nranks; ++r)
-    EXPECT_NE(job.result(r).output.find("channel(s), ring steps of " + bytes + " bytes"), std::string::npos)
+    EXPECT_NE(job.result(r).output.find("channel(s), ring steps of " + bytes), std::string::npos)
         << "rank " << r << " did not take ring steps of " << bytes << " bytes\n"
         << job.allOutput();
 }
 
-// Ranks that differ in COLLCOMM_BUFFSIZE still cut the ring's data identically: each ring takes
-// the smallest step any rank's connections carry (rank 1's 32 KiB here). Before the ranks agreed,
-// rank 2 expected 128 KiB steps from rank 1 and every large operation failed on the size check.
+// Ranks that differ in COLLCOMM_BUFFSIZE and COLLCOMM_LL_BUFFSIZE still cut the ring's data
+// identically: each ring takes the smallest step any rank's connections carry (rank 1's 32 KiB
+// Simple and 1 KiB LL steps here), with the planner's protocols and with LL forced. Before the
+// ranks agreed, rank 2 expected 128 KiB steps from rank 1 and every large operation failed on the
+// size check (LL steps have none: they would have waited for lines in the wrong place).
 TEST(ProcessRingStep, RanksWithDifferentBuffsizesAgree) {
-  WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT"},
-                kDeadlineSeconds);
-  job.setLauncher(perRankEnv([](int rank) {
-    return std::vector<std::string>{rank == 1 ? "COLLCOMM_BUFFSIZE=262144" : "COLLCOMM_BUFFSIZE=1048576"};
-  }));
-  ASSERT_EQ(job.run(), "");
-  expectAllSucceeded(job, 3);
-  expectNoShmLeft(job);
-  expectRingSteps(job, 3, "32768");
+  for (const char* proto : {"", "LL"}) {
+    SCOPED_TRACE(std::string("COLLCOMM_PROTO=") + proto);
+    WorkerJob job("sweep", 3,
+                  {"COLLCOMM_TIMEOUT=60", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT",
+                   std::string("COLLCOMM_PROTO=") + proto},
+                  kDeadlineSeconds);
+    job.setLauncher(perRankEnv([](int rank) {
+      if (rank == 1) return std::vector<std::string>{"COLLCOMM_BUFFSIZE=262144", "COLLCOMM_LL_BUFFSIZE=16384"};
+      return std::vector<std::string>{"COLLCOMM_BUFFSIZE=1048576", "COLLCOMM_LL_BUFFSIZE=65536"};
+    }));
+    ASSERT_EQ(job.run(), "");
+    expectAllSucceeded(job, 3);
+    expectNoShmLeft(job);
+    expectRingSteps(job, 3, "32768 bytes (LL: 1024");
+  }
 }
 
 // A ring that crosses hosts (COLLCOMM_HOSTID: ranks 0 and 1 share one, over SHM; rank 2 is
@@ -413,7 +421,7 @@ TEST(ProcessRingStep, NetAndShmInOneRingTakeWholeSegmentSteps) {
   const std::string out = job.allOutput();
   EXPECT_NE(out.find("via SHM"), std::string::npos) << out;
   EXPECT_NE(out.find("via NET"), std::string::npos) << out;
-  expectRingSteps(job, 3, "130944");
+  expectRingSteps(job, 3, "130944 bytes");
 }
 
 // The sweep (every collective, allreduce among them) over NET on IPv6 loopback:
