@@ -90,7 +90,6 @@ struct ccComm {
   std::vector<char> directScratch;  // Direct ReduceScatter/AllReduce: peers' operands, one chunk each
   std::vector<collcomm::detail::UserRedOp> userOps;
   collcomm::detail::FifoSizes fifoSizes;
-  size_t ringStepBytes = 0;  // the payload of a ring's Simple step, the same on every rank (init.cc)
   collcomm::detail::TunerConfig tuner;
   int spinCount = 2000;
   // Waits' spin count once a connection is NET: 0 when this host's ranks and one proxy thread per

@@ -76,7 +76,6 @@ Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
 // takes. A smaller LL step than the FIFO was laid out for is safe: room is checked for the step's
 // size, and the NET proxy checks for the layout's (larger) one.
 Status agreeRingStep(ccComm* comm, Deadline deadline) {
-  comm->ringStepBytes = comm->fifoSizes.ring.simpleStepBytes;
   if (comm->nranks == 1) return kOk;
   struct Steps {
     uint64_t simpleBytes;
@@ -99,19 +98,20 @@ Status agreeRingStep(ccComm* comm, Deadline deadline) {
     ch.send.simpleStepMax = ch.recv.simpleStepMax = static_cast<uint32_t>(ring.simpleBytes);
     ch.send.llStepLines = ch.recv.llStepLines = static_cast<uint32_t>(ring.llLines);
   }
-  comm->ringStepBytes = ring.simpleBytes;
   return kOk;
 }
 
 void logSummary(const ccComm* comm) {
   if (!logEnabled(LogLevel::kInfo, kSubsysInit)) return;
   const PeerInfo& me = comm->peers[comm->rank];
+  const bool ring = comm->nranks > 1 && !comm->channels.empty();  // the steps every rank agreed on
+  const size_t simpleStep = ring ? comm->channels[0].send.simpleStepMax : comm->fifoSizes.ring.simpleStepBytes;
+  const size_t llStep = (ring ? comm->channels[0].send.llStepLines : comm->fifoSizes.ring.llStepLines) * kLlBytesPerLine;
   CC_INFO(kSubsysInit,
           "comm %p%s%s rank %d nranks %d host %s pid %d device host: %zu channel(s), ring steps of %zu bytes "
-          "(LL: %u), timeout %d s",
+          "(LL: %zu), timeout %d s",
           static_cast<const void*>(comm), comm->config.name.empty() ? "" : " name ", comm->config.name.c_str(),
-          comm->rank, comm->nranks, me.host, me.pid, comm->channels.size(), comm->ringStepBytes,
-          comm->channels.empty() ? 0u : comm->channels[0].send.llStepLines * static_cast<unsigned>(kLlBytesPerLine),
+          comm->rank, comm->nranks, me.host, me.pid, comm->channels.size(), simpleStep, llStep,
           comm->config.timeoutSeconds);
   for (const Channel& ch : comm->channels) {
     if (comm->nranks == 1) break;
