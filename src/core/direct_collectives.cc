@@ -145,6 +145,13 @@ class DirectRun {
     return s;
   }
 
+  // Copies `bytes` at `src` to `remote` in rank p's memory (another rank).
+  Status write(int p, const void* src, uint64_t remote, size_t bytes) {
+    const Status s = writePeer(peers_[p], src, reinterpret_cast<void*>(remote), bytes, name(), rank_);
+    if (!isOk(s)) failure_ = HostFailure{p, kGoneFailed};
+    return s;
+  }
+
   // Before telling peers that a result is complete: streaming stores are weakly ordered.
   Status signalAll(uint64_t token) {
     if (ctx_.streamResults) streamFence();
@@ -165,20 +172,46 @@ class DirectRun {
     return signalAll(kDoneToken);
   }
 
+  // Broadcast: the root's buffer is cut into n parts; the root writes one into each peer's buffer
+  // while that peer reads the other n-1 from the root, so both sides of every pair copy at once
+  // (the root (n-1)/n of the buffer in all, each peer (n-1)/n). The root says when its writes
+  // are done and each peer when it no longer reads; neither returns before the other has.
+  void part(int k, size_t bytes, size_t* begin, size_t* len) const {
+    size_t per = (bytes + n_ - 1) / n_;
+    per = (per + kBlockAlignBytes - 1) / kBlockAlignBytes * kBlockAlignBytes;
+    *begin = std::min(bytes, per * k);
+    *len = std::min(per, bytes - *begin);
+  }
+  // The part the root writes to peer p: the peers in rank order after the root take parts 0..n-2.
+  int pushedPart(int p, int root) const { return (p - root + n_) % n_ - 1; }
+
   Status broadcast() {
     const size_t bytes = op_.count * elem_;
     const int root = op_.root;
+    const char* src = reinterpret_cast<const char*>(descs_[root].sendbuff);
     uint64_t token = kDoneToken;
+    std::vector<uint64_t> got(static_cast<size_t>(n_));
+    size_t begin, len;
     if (rank_ == root) {
+      for (int i = 1; i < n_; ++i) {
+        const int p = (root + i) % n_;
+        part(pushedPart(p, root), bytes, &begin, &len);
+        CC_CHECK(write(p, src + begin, descs_[p].recvbuff + begin, len));
+      }
+      // Out of place, the root's own copy runs while the peers finish reading.
+      CC_CHECK(exchange(&token, sizeof(token), nullptr, kAll, kNone));
       if (op_.sendbuff != op_.recvbuff)
         CC_CHECK(read(rank_, reinterpret_cast<uint64_t>(op_.sendbuff), op_.recvbuff, bytes));
-      std::vector<uint64_t> got(static_cast<size_t>(n_));
-      // Only the root's buffer is read: it waits for every reader, the others return at once.
       return exchange(&token, sizeof(token), reinterpret_cast<char*>(got.data()), kNone, kAll);
     }
-    CC_CHECK(read(root, descs_[root].sendbuff, op_.recvbuff, bytes));
+    const int mine = pushedPart(rank_, root);
+    for (int k = 0; k < n_; ++k) {
+      if (k == mine) continue;
+      part(k, bytes, &begin, &len);
+      CC_CHECK(read(root, reinterpret_cast<uint64_t>(src + begin), static_cast<char*>(op_.recvbuff) + begin, len));
+    }
     if (ctx_.streamResults) streamFence();
-    return exchange(&token, sizeof(token), nullptr, root, kNone);
+    return exchange(&token, sizeof(token), reinterpret_cast<char*>(got.data()), root, root);
   }
 
   // Scratch for the operands of one chunk: n slots of chunkBytes().

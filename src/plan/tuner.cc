@@ -33,6 +33,14 @@
 //     64 KiB (6.3-6.4/6.5-7.4 against 8.6-9.2/7.3-7.8; 128 KiB in place 10.8-10.9 against
 //     9.3-10.2), three alternated runs each, 2026-11-23. Everything else is off unless forced or
 //     COLLCOMM_DIRECT_THRESHOLD is set (which also lifts the window's upper end).
+//   * Broadcast across processes since 2026-11-25 splits the copy: the root writes part of the
+//     buffer into each peer (process_vm_writev) while the peer reads the rest, both cores copying
+//     at once. 2 processes pinned, near phase (ping-pong ~120 ns), medians of 5 interleaved runs,
+//     out-of-place/in-place us, Direct against the ring: 16 KiB 3.2/3.1 against 2.6/2.4, 32 KiB
+//     4.2/3.6 against 5.2/4.3, 64 KiB 6.3/5.4 against 8.8/7.9, 128 KiB 9.8/7.3 against 11.2/8.7,
+//     256 KiB 20.0-20.7/14.0-14.9 against 22.2-25.4/12.8-16.5, 1 MiB 87/54 against 56/51 (out of
+//     place the root's own copy adds to its half). Hence 32-256 KiB. In the far phase (~500 ns)
+//     Direct wins much more (16 KiB 4.2 against 9.7) but the planner does not know the phase.
 //   * Direct results stream past the cache only from 16 MiB: its working set has no FIFOs, and
 //     streaming at 4 MiB made AllGather 3x slower (353 against 109 us).
 #include "plan/tuner.h"
@@ -112,7 +120,7 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectRea
   } else {
     // Across processes only AllGather and Broadcast, in a window (see defaultDirectCmaMax).
     t[static_cast<int>(CollKind::kAllGather)] = size_t{64} << 10;
-    t[static_cast<int>(CollKind::kBroadcast)] = size_t{64} << 10;
+    t[static_cast<int>(CollKind::kBroadcast)] = size_t{32} << 10;
   }
   return t;
 }
@@ -121,7 +129,7 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectCmaMax() {
   std::array<size_t, kNumCollKinds> t;
   t.fill(SIZE_MAX);
   t[static_cast<int>(CollKind::kAllGather)] = size_t{128} << 10;
-  t[static_cast<int>(CollKind::kBroadcast)] = size_t{96} << 10;
+  t[static_cast<int>(CollKind::kBroadcast)] = size_t{256} << 10;
   return t;
 }
 

@@ -1,4 +1,5 @@
-// Peer-memory reads for the Direct algorithm: memcpy within a process, process_vm_readv across.
+// Peer-memory copies for the Direct algorithm: memcpy within a process, process_vm_readv/writev
+// across.
 #include "transport/cma/peer_memory.h"
 
 #include <sys/uio.h>
@@ -9,14 +10,16 @@
 namespace collcomm::detail {
 namespace {
 
-// Reads until done or an error; returns 0 or the errno (EIO when the kernel reads nothing and
-// reports no error, which would otherwise loop forever).
-int readLoop(int pid, const char* remote, char* dst, size_t bytes) {
+// Copies until done or an error, out of the peer's memory (process_vm_readv) or into it
+// (process_vm_writev); returns 0 or the errno (EIO when the kernel copies nothing and reports no
+// error, which would otherwise loop forever).
+int copyLoop(int pid, char* local, char* remote, size_t bytes, bool intoPeer) {
   size_t done = 0;
   while (done < bytes) {
-    iovec local{dst + done, bytes - done};
-    iovec far{const_cast<char*>(remote) + done, bytes - done};
-    const ssize_t n = process_vm_readv(pid, &local, 1, &far, 1, 0);
+    iovec mine{local + done, bytes - done};
+    iovec far{remote + done, bytes - done};
+    const ssize_t n =
+        intoPeer ? process_vm_writev(pid, &mine, 1, &far, 1, 0) : process_vm_readv(pid, &mine, 1, &far, 1, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno;
@@ -27,10 +30,21 @@ int readLoop(int pid, const char* remote, char* dst, size_t bytes) {
   return 0;
 }
 
+Status copyFailed(const PeerMemory& peer, int err, size_t bytes, bool intoPeer, const char* opName, int selfRank) {
+  const char* why = err == ESRCH    ? "the peer process has exited"
+                    : err == EFAULT ? "the peer's buffer is not mapped in its process (freed, or a bad pointer "
+                                      "passed on that rank)"
+                    : err == EPERM  ? "permission to access the peer's memory was refused"
+                                    : "the copy failed";
+  return CC_ERROR(Status::kRemoteError, "%s on rank %d failed: %s %zu bytes of rank %d's buffer (host %s, pid %d) with %s: %s (%s)",
+                  opName, selfRank, intoPeer ? "writing" : "reading", bytes, peer.rank, peer.host, peer.pid,
+                  intoPeer ? "process_vm_writev" : "process_vm_readv", why, strerror(err));
+}
+
 }  // namespace
 
 int tryReadProcess(int pid, const void* remote, void* dst, size_t bytes) {
-  return readLoop(pid, static_cast<const char*>(remote), static_cast<char*>(dst), bytes);
+  return copyLoop(pid, static_cast<char*>(dst), const_cast<char*>(static_cast<const char*>(remote)), bytes, false);
 }
 
 Status readPeer(const PeerMemory& peer, const void* remote, void* dst, size_t bytes, const char* opName, int selfRank) {
@@ -39,17 +53,20 @@ Status readPeer(const PeerMemory& peer, const void* remote, void* dst, size_t by
     memcpy(dst, remote, bytes);
     return kOk;
   }
-  const int err = readLoop(peer.pid, static_cast<const char*>(remote), static_cast<char*>(dst), bytes);
-  if (err == 0) return kOk;
-  const char* why = err == ESRCH    ? "the peer process has exited"
-                    : err == EFAULT ? "the peer's buffer is not mapped in its process (freed, or a bad pointer "
-                                      "passed on that rank)"
-                    : err == EPERM  ? "permission to read the peer's memory was refused"
-                                    : "the read failed";
-  return CC_ERROR(Status::kRemoteError,
-                  "%s on rank %d failed: reading %zu bytes of rank %d's buffer (host %s, pid %d) with "
-                  "process_vm_readv: %s (%s)",
-                  opName, selfRank, bytes, peer.rank, peer.host, peer.pid, why, strerror(err));
+  const int err =
+      copyLoop(peer.pid, static_cast<char*>(dst), const_cast<char*>(static_cast<const char*>(remote)), bytes, false);
+  return err == 0 ? kOk : copyFailed(peer, err, bytes, false, opName, selfRank);
+}
+
+Status writePeer(const PeerMemory& peer, const void* src, void* remote, size_t bytes, const char* opName, int selfRank) {
+  if (bytes == 0) return kOk;
+  if (peer.sameProcess) {
+    memcpy(remote, src, bytes);
+    return kOk;
+  }
+  const int err =
+      copyLoop(peer.pid, const_cast<char*>(static_cast<const char*>(src)), static_cast<char*>(remote), bytes, true);
+  return err == 0 ? kOk : copyFailed(peer, err, bytes, true, opName, selfRank);
 }
 
 }  // namespace collcomm::detail

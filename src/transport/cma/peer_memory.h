@@ -1,5 +1,5 @@
-// Reading another rank's memory on the same host: a plain copy when the rank is a thread of this
-// process, cross-memory attach (process_vm_readv) when it is another process. What the Direct
+// Reading and writing another rank's memory on the same host: a plain copy when the rank is a
+// thread of this process, cross-memory attach (process_vm_readv/writev) when it is another process. What the Direct
 // algorithm (core/direct_collectives.cc) moves its data with.
 //
 // Data tier: a cross-process read is one syscall per call (the kernel copies straight from the
@@ -25,6 +25,10 @@ struct PeerMemory {
 // permission lost mid-job (EPERM) give Status::kRemoteError with a sentence naming the operation
 // `opName`, this rank `selfRank` and the peer's rank and host.
 Status readPeer(const PeerMemory& peer, const void* remote, void* dst, size_t bytes, const char* opName, int selfRank);
+
+// Copies `bytes` at `src` to `remote` (an address in the peer's process), as readPeer the other
+// way (process_vm_writev across processes; the same access check as reading).
+Status writePeer(const PeerMemory& peer, const void* src, void* remote, size_t bytes, const char* opName, int selfRank);
 
 // One cross-process read attempt for the init probe: 0 when `bytes` at `remote` in process `pid`
 // were read into `dst`, else the errno that stopped it (EIO for a short read). Never logs.
