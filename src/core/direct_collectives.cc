@@ -145,8 +145,12 @@ class DirectRun {
     return s;
   }
 
-  // Copies `bytes` at `src` to `remote` in rank p's memory (another rank).
+  // Copies `bytes` at `src` to `remote` in rank p's memory (another rank), streaming as read().
   Status write(int p, const void* src, uint64_t remote, size_t bytes) {
+    if (peers_[p].sameProcess && ctx_.streamResults) {
+      streamCopy(reinterpret_cast<void*>(remote), src, bytes);
+      return kOk;
+    }
     const Status s = writePeer(peers_[p], src, reinterpret_cast<void*>(remote), bytes, name(), rank_);
     if (!isOk(s)) failure_ = HostFailure{p, kGoneFailed};
     return s;
@@ -199,6 +203,7 @@ class DirectRun {
         CC_CHECK(write(p, src + begin, descs_[p].recvbuff + begin, len));
       }
       // Out of place, the root's own copy runs while the peers finish reading.
+      if (ctx_.streamResults) streamFence();
       CC_CHECK(exchange(&token, sizeof(token), nullptr, kAll, kNone));
       if (op_.sendbuff != op_.recvbuff)
         CC_CHECK(read(rank_, reinterpret_cast<uint64_t>(op_.sendbuff), op_.recvbuff, bytes));
