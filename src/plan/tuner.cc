@@ -33,7 +33,7 @@
 //     64 KiB (6.3-6.4/6.5-7.4 against 8.6-9.2/7.3-7.8; 128 KiB in place 10.8-10.9 against
 //     9.3-10.2), three alternated runs each, 2026-11-23. Everything else is off unless forced or
 //     COLLCOMM_DIRECT_THRESHOLD is set (which also lifts the window's upper end).
-//   * Broadcast across processes since 2026-11-25 splits the copy: the root writes part of the
+//   * Broadcast across processes since 2026-11-24 (late) splits the copy: the root writes part of the
 //     buffer into each peer (process_vm_writev) while the peer reads the rest, both cores copying
 //     at once. 2 processes pinned, near phase (ping-pong ~120 ns), medians of 5 interleaved runs,
 //     out-of-place/in-place us, Direct against the ring: 16 KiB 3.2/3.1 against 2.6/2.4, 32 KiB
