@@ -30,14 +30,25 @@ int copyLoop(int pid, char* local, char* remote, size_t bytes, bool intoPeer) {
   return 0;
 }
 
-Status copyFailed(const PeerMemory& peer, int err, size_t bytes, bool intoPeer, const char* opName, int selfRank) {
+// One copy between this process's `local` and the peer's `remote`, either way, with the sentence
+// a failure gives.
+Status copyWithPeer(const PeerMemory& peer, char* local, char* remote, size_t bytes, bool intoPeer, const char* opName,
+                    int selfRank) {
+  if (bytes == 0) return kOk;
+  if (peer.sameProcess) {
+    intoPeer ? memcpy(remote, local, bytes) : memcpy(local, remote, bytes);
+    return kOk;
+  }
+  const int err = copyLoop(peer.pid, local, remote, bytes, intoPeer);
+  if (err == 0) return kOk;
   const char* why = err == ESRCH    ? "the peer process has exited"
                     : err == EFAULT ? "the peer's buffer is not mapped in its process (freed, or a bad pointer "
                                       "passed on that rank)"
                     : err == EPERM  ? "permission to access the peer's memory was refused"
                                     : "the copy failed";
-  return CC_ERROR(Status::kRemoteError, "%s on rank %d failed: %s %zu bytes of rank %d's buffer (host %s, pid %d) with %s: %s (%s)",
-                  opName, selfRank, intoPeer ? "writing" : "reading", bytes, peer.rank, peer.host, peer.pid,
+  return CC_ERROR(Status::kRemoteError,
+                  "%s on rank %d failed: %s %zu bytes of rank %d's buffer (host %s, pid %d) with %s: %s (%s)", opName,
+                  selfRank, intoPeer ? "writing" : "reading", bytes, peer.rank, peer.host, peer.pid,
                   intoPeer ? "process_vm_writev" : "process_vm_readv", why, strerror(err));
 }
 
@@ -48,25 +59,14 @@ int tryReadProcess(int pid, const void* remote, void* dst, size_t bytes) {
 }
 
 Status readPeer(const PeerMemory& peer, const void* remote, void* dst, size_t bytes, const char* opName, int selfRank) {
-  if (bytes == 0) return kOk;
-  if (peer.sameProcess) {
-    memcpy(dst, remote, bytes);
-    return kOk;
-  }
-  const int err =
-      copyLoop(peer.pid, static_cast<char*>(dst), const_cast<char*>(static_cast<const char*>(remote)), bytes, false);
-  return err == 0 ? kOk : copyFailed(peer, err, bytes, false, opName, selfRank);
+  return copyWithPeer(peer, static_cast<char*>(dst), const_cast<char*>(static_cast<const char*>(remote)), bytes, false,
+                      opName, selfRank);
 }
 
-Status writePeer(const PeerMemory& peer, const void* src, void* remote, size_t bytes, const char* opName, int selfRank) {
-  if (bytes == 0) return kOk;
-  if (peer.sameProcess) {
-    memcpy(remote, src, bytes);
-    return kOk;
-  }
-  const int err =
-      copyLoop(peer.pid, const_cast<char*>(static_cast<const char*>(src)), static_cast<char*>(remote), bytes, true);
-  return err == 0 ? kOk : copyFailed(peer, err, bytes, true, opName, selfRank);
+Status writePeer(const PeerMemory& peer, const void* src, void* remote, size_t bytes, const char* opName,
+                 int selfRank) {
+  return copyWithPeer(peer, const_cast<char*>(static_cast<const char*>(src)), static_cast<char*>(remote), bytes, true,
+                      opName, selfRank);
 }
 
 }  // namespace collcomm::detail
