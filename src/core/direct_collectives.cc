@@ -19,7 +19,7 @@ namespace {
 // this many bytes over all operands, so the reduction works on cached data.
 constexpr size_t kReduceScratchBytes = size_t{256} << 10;
 constexpr size_t kMinChunkBytes = size_t{4} << 10;
-// Block boundaries of the AllReduce halves fall on multiples of this many bytes.
+// Block boundaries of AllReduce and Broadcast fall on multiples of this many bytes.
 constexpr size_t kBlockAlignBytes = 64;
 
 // What a rank tells every peer about its call before any data moves.
@@ -176,18 +176,13 @@ class DirectRun {
     return signalAll(kDoneToken);
   }
 
-  // Broadcast: the root's buffer is cut into n parts; the root writes one into each peer's buffer
-  // while that peer reads the other n-1 from the root, so both sides of every pair copy at once
-  // (the root (n-1)/n of the buffer in all, each peer (n-1)/n). The root says when its writes
-  // are done and each peer when it no longer reads; neither returns before the other has.
-  void part(int k, size_t bytes, size_t* begin, size_t* len) const {
-    size_t per = (bytes + n_ - 1) / n_;
-    per = (per + kBlockAlignBytes - 1) / kBlockAlignBytes * kBlockAlignBytes;
-    *begin = std::min(bytes, per * k);
-    *len = std::min(per, bytes - *begin);
-  }
-  // The part the root writes to peer p: the peers in rank order after the root take parts 0..n-2.
-  int pushedPart(int p, int root) const { return (p - root + n_) % n_ - 1; }
+  // Broadcast: the root's buffer is cut into n blocks (as AllReduce's); the root writes one into
+  // each peer's buffer while that peer reads the other n-1 from the root, so both sides of every
+  // pair copy at once (the root (n-1)/n of the buffer in all, each peer (n-1)/n). The root says
+  // when its writes are done and each peer when it no longer reads; neither returns before the
+  // other has. The block the root writes to peer p: the peers in rank order after the root take
+  // blocks 0..n-2.
+  int pushedBlock(int p, int root) const { return (p - root + n_) % n_ - 1; }
 
   Status broadcast() {
     const size_t bytes = op_.count * elem_;
@@ -195,12 +190,12 @@ class DirectRun {
     const char* src = reinterpret_cast<const char*>(descs_[root].sendbuff);
     uint64_t token = kDoneToken;
     std::vector<uint64_t> got(static_cast<size_t>(n_));
-    size_t begin, len;
+    size_t begin, end;
     if (rank_ == root) {
       for (int i = 1; i < n_; ++i) {
         const int p = (root + i) % n_;
-        part(pushedPart(p, root), bytes, &begin, &len);
-        CC_CHECK(write(p, src + begin, descs_[p].recvbuff + begin, len));
+        block(pushedBlock(p, root), &begin, &end);
+        CC_CHECK(write(p, src + begin * elem_, descs_[p].recvbuff + begin * elem_, (end - begin) * elem_));
       }
       // Out of place, the root's own copy runs while the peers finish reading.
       if (ctx_.streamResults) streamFence();
@@ -209,11 +204,12 @@ class DirectRun {
         CC_CHECK(read(rank_, reinterpret_cast<uint64_t>(op_.sendbuff), op_.recvbuff, bytes));
       return exchange(&token, sizeof(token), reinterpret_cast<char*>(got.data()), kNone, kAll);
     }
-    const int mine = pushedPart(rank_, root);
-    for (int k = 0; k < n_; ++k) {
-      if (k == mine) continue;
-      part(k, bytes, &begin, &len);
-      CC_CHECK(read(root, reinterpret_cast<uint64_t>(src + begin), static_cast<char*>(op_.recvbuff) + begin, len));
+    const int mine = pushedBlock(rank_, root);
+    for (int b = 0; b < n_; ++b) {
+      if (b == mine) continue;
+      block(b, &begin, &end);
+      CC_CHECK(read(root, reinterpret_cast<uint64_t>(src + begin * elem_),
+                    static_cast<char*>(op_.recvbuff) + begin * elem_, (end - begin) * elem_));
     }
     if (ctx_.streamResults) streamFence();
     return exchange(&token, sizeof(token), reinterpret_cast<char*>(got.data()), root, root);
@@ -280,7 +276,7 @@ class DirectRun {
     return signalAll(kDoneToken);
   }
 
-  // Block b of an AllReduce: elements [begin, end), boundaries on kBlockAlignBytes.
+  // Block b of an AllReduce or Broadcast: elements [begin, end), boundaries on kBlockAlignBytes.
   void block(int b, size_t* begin, size_t* end) const {
     const size_t align = std::max<size_t>(1, kBlockAlignBytes / elem_);
     size_t per = (op_.count + n_ - 1) / n_;
