@@ -132,26 +132,21 @@ class DirectRun {
     return kOk;
   }
 
-  // Copies `bytes` at `remote` in rank p's memory (p may be this rank) to `dst`. Large results
-  // (the plan's streamResults) bypass the cache when this thread does the copy, as the ring's do;
-  // process_vm_readv copies in the kernel, with plain stores.
-  Status read(int p, uint64_t remote, void* dst, size_t bytes) {
-    if (peers_[p].sameProcess && ctx_.streamResults) {
-      streamCopy(dst, reinterpret_cast<const void*>(remote), bytes);
-      return kOk;
-    }
-    const Status s = readPeer(peers_[p], reinterpret_cast<const void*>(remote), dst, bytes, name(), rank_);
-    if (!isOk(s)) failure_ = HostFailure{p, kGoneFailed};
-    return s;
-  }
-
-  // Copies `bytes` at `src` to `remote` in rank p's memory (another rank), streaming as read().
+  // Copies `bytes` at `remote` in rank p's memory (p may be this rank) to `dst`, or (write) the
+  // other way. Large results (the plan's streamResults) bypass the cache when this thread does the
+  // copy, as the ring's do; process_vm_readv/writev copy in the kernel, with plain stores.
+  Status read(int p, uint64_t remote, void* dst, size_t bytes) { return copy(p, dst, remote, bytes, false); }
   Status write(int p, const void* src, uint64_t remote, size_t bytes) {
+    return copy(p, const_cast<void*>(src), remote, bytes, true);
+  }
+  Status copy(int p, void* local, uint64_t remote, size_t bytes, bool intoPeer) {
+    void* far = reinterpret_cast<void*>(remote);
     if (peers_[p].sameProcess && ctx_.streamResults) {
-      streamCopy(reinterpret_cast<void*>(remote), src, bytes);
+      intoPeer ? streamCopy(far, local, bytes) : streamCopy(local, far, bytes);
       return kOk;
     }
-    const Status s = writePeer(peers_[p], src, reinterpret_cast<void*>(remote), bytes, name(), rank_);
+    const Status s = intoPeer ? writePeer(peers_[p], local, far, bytes, name(), rank_)
+                              : readPeer(peers_[p], far, local, bytes, name(), rank_);
     if (!isOk(s)) failure_ = HostFailure{p, kGoneFailed};
     return s;
   }

@@ -6,10 +6,11 @@
 // p2p ones; on two ranks the ring's first channel, which joins them both ways): every rank sends
 // every peer a descriptor of its call (buffers, count, type, op, root) and checks theirs; then
 // each rank reads what it needs straight from the peers' buffers (transport/cma/peer_memory.h)
-// and reduces in rank order (Broadcast's root also writes a part into each peer, so both copy); AllReduce exchanges "my block is reduced" between its reduce-scatter
-// and all-gather halves; a final "done reading your buffers" exchange keeps every buffer valid
-// until no peer reads it any more. Control and data tier: runs on the calling thread, waits under
-// the communicator's deadline and abort flag.
+// and reduces in rank order (Broadcast's root also writes a part into each peer, so both copy);
+// AllReduce exchanges "my block is reduced" between its reduce-scatter and all-gather halves; a
+// final "done reading your buffers" exchange keeps every buffer valid until no peer reads it any
+// more. Control and data tier: runs on the calling thread, waits under the communicator's
+// deadline and abort flag.
 #pragma once
 
 #include <vector>

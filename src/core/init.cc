@@ -106,7 +106,8 @@ void logSummary(const ccComm* comm) {
   const PeerInfo& me = comm->peers[comm->rank];
   const bool ring = comm->nranks > 1 && !comm->channels.empty();  // the steps every rank agreed on
   const size_t simpleStep = ring ? comm->channels[0].send.simpleStepMax : comm->fifoSizes.ring.simpleStepBytes;
-  const size_t llStep = (ring ? comm->channels[0].send.llStepLines : comm->fifoSizes.ring.llStepLines) * kLlBytesPerLine;
+  const size_t llStep =
+      (ring ? comm->channels[0].send.llStepLines : comm->fifoSizes.ring.llStepLines) * kLlBytesPerLine;
   CC_INFO(kSubsysInit,
           "comm %p%s%s rank %d nranks %d host %s pid %d device host: %zu channel(s), ring steps of %zu bytes "
           "(LL: %zu), timeout %d s",
