@@ -20,6 +20,10 @@ HostWaitContext ccComm::waitContext(const char* opName) const {
   return ctx;
 }
 
+ConnSetup ccComm::connSetup(Deadline deadline) const {
+  return ConnSetup{{secret[0], secret[1]}, deadline, &netOpsRunning};
+}
+
 void ccComm::leaveConnections(int culprit, GoneReason reason) {
   const uint32_t state = goneState(culprit, reason);
   // The first departure's cause stays: an abort after a failure must not hide the root cause.

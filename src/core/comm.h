@@ -1,5 +1,5 @@
 // The communicator: everything one rank knows about its job, owned by the thread driving it.
-// Only abortFlag, asyncError, busy and opsBusy may be touched from other threads.
+// Only abortFlag, asyncError, busy, opsBusy and netOpsRunning may be touched from other threads.
 #pragma once
 
 #include <atomic>
@@ -106,11 +106,16 @@ struct ccComm {
   std::atomic<int> opsBusy{0};
   bool asymmetricFence = false;  // asymmetricFenceReady() at init
   bool usesNet = false;      // some connection is NET: operations wake the proxy thread
+  // Operations of this communicator running over NET (ProxyActivity); the proxy thread reads it to
+  // skip this communicator's idle receive connections in most rounds.
+  std::atomic<int> netOpsRunning{0};
   bool finalized = false;
   std::string lastError;
 
   // What a wait in an operation named `opName` runs under.
   collcomm::detail::HostWaitContext waitContext(const char* opName) const;
+  // What connections made now are set up with (the job's secret, the deadline, netOpsRunning).
+  collcomm::detail::ConnSetup connSetup(collcomm::detail::Deadline deadline) const;
   // Marks every connection's own PeerState gone, naming the rank that caused it and why, so
   // peers stop waiting on this rank and can report the root cause.
   void leaveConnections(int culprit, collcomm::detail::GoneReason reason);

@@ -232,7 +232,7 @@ Status connectP2p(ccComm* comm, std::vector<HostP2pOp>& ops, std::vector<P2pPeer
     }
   }
   if (!requests.empty()) {
-    CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->secret, requests, deadline));
+    CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->connSetup(deadline), requests));
     for (const ConnectRequest& r : requests) {
       (r.isSend ? peers[r.peer].sendReady : peers[r.peer].recvReady) = true;
       comm->usesNet |= *r.transportName == kNetTransport.name;
@@ -349,11 +349,11 @@ Status runOps(ccComm* comm, const Op* ops, size_t nOps) {
   // Wakes this process's proxy thread for the operations' duration when NET is in use. A p2p
   // batch that makes its first NET connection wakes it itself (the proxy takes new clients).
   std::optional<ProxyActivity> activity;
-  if (comm->usesNet) activity.emplace();
+  if (comm->usesNet) activity.emplace(&comm->netOpsRunning);
   Status s = kOk;
   for (size_t i = 0; i < nOps && isOk(s);) {
     if (isP2pKind(ops[i].kind)) {
-      if (!activity) activity.emplace();  // the batch may connect over NET
+      if (!activity) activity.emplace(&comm->netOpsRunning);  // the batch may connect over NET
       size_t j = i;
       while (j < nOps && isP2pKind(ops[j].kind)) ++j;
       s = runP2pBatch(comm, ops, i, j);

@@ -64,7 +64,7 @@ Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
     requests.push_back({next, true, kRingTagBase + c, comm->fifoSizes.ring, &ch.send, nullptr, &ch.sendMem,
                         &ch.sendTransport});
   }
-  CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->secret, requests, deadline));
+  CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->connSetup(deadline), requests));
   for (const ConnectRequest& r : requests) comm->usesNet |= *r.transportName == kNetTransport.name;
   return kOk;
 }

@@ -145,8 +145,14 @@ Proxy& proxy() {
 
 void proxyAdd(ProxyClient* client) { proxy().add(client); }
 void proxyRemove(ProxyClient* client) { proxy().remove(client); }
-ProxyActivity::ProxyActivity() { proxy().opBegin(); }
-ProxyActivity::~ProxyActivity() { proxy().opEnd(); }
+ProxyActivity::ProxyActivity(std::atomic<int>* commOps) : commOps_(commOps) {
+  commOps_->fetch_add(1, std::memory_order_relaxed);
+  proxy().opBegin();
+}
+ProxyActivity::~ProxyActivity() {
+  proxy().opEnd();
+  commOps_->fetch_sub(1, std::memory_order_relaxed);
+}
 bool proxyRoundHere() { return proxy().roundHere(); }
 
 }  // namespace collcomm::detail

@@ -13,6 +13,8 @@
 // control tier: ProxyActivity (an atomic, and a wake-up when the proxy sleeps).
 #pragma once
 
+#include <atomic>
+
 namespace collcomm::detail {
 
 class ProxyClient {
@@ -33,13 +35,17 @@ bool proxyRoundHere();
 // Returns once the proxy thread no longer touches `client`.
 void proxyRemove(ProxyClient* client);
 
-// Marks an operation of this process as running for its scope.
+// Marks an operation of this process, and of the communicator whose count `commOps` is, as
+// running for its scope.
 class ProxyActivity {
  public:
-  ProxyActivity();
+  explicit ProxyActivity(std::atomic<int>* commOps);
   ~ProxyActivity();
   ProxyActivity(const ProxyActivity&) = delete;
   ProxyActivity& operator=(const ProxyActivity&) = delete;
+
+ private:
+  std::atomic<int>* commOps_;
 };
 
 }  // namespace collcomm::detail

@@ -44,10 +44,10 @@ size_t stepMaxFor(const TransportOps& t, const FifoLayout& layout) {
 
 }  // namespace
 
-Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self, const uint64_t secret[2],
-                    std::vector<ConnectRequest>& requests, Deadline deadline) {
+Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self, const ConnSetup& setup,
+                    std::vector<ConnectRequest>& requests) {
   const PeerInfo& me = peers[self];
-  const ConnSetup setup{{secret[0], secret[1]}, deadline};
+  const Deadline deadline = setup.deadline;
   // 1. Receivers create FIFOs and describe them.
   std::vector<const TransportOps*> chosen(requests.size(), nullptr);  // per receiving request
   for (size_t k = 0; k < requests.size(); ++k) {

@@ -26,8 +26,9 @@ struct ConnectRequest {
 };
 
 // Both sides of every connection must be in the peers' calls, in any order.
-// `secret` is the job's (NET connections present it).
-Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self, const uint64_t secret[2],
-                    std::vector<ConnectRequest>& requests, Deadline deadline);
+// `setup` carries the job's secret (NET connections present it), the deadline of every step and
+// the communicator's count of running operations.
+Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int self, const ConnSetup& setup,
+                    std::vector<ConnectRequest>& requests);
 
 }  // namespace collcomm::detail

@@ -6,6 +6,7 @@
 // connection setup (setup tier: may allocate, make syscalls, block until the deadline).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -40,6 +41,9 @@ struct ConnDesc {
 struct ConnSetup {
   uint64_t secret[2];  // the job's secret: NET connections present it to each other
   Deadline deadline;
+  // The communicator's count of operations running (ProxyActivity); null: always count as busy.
+  // NET reads its idle connections' sockets only now and then (net_transport.cc).
+  const std::atomic<int>* opsRunning = nullptr;
 };
 
 // Keeps one side's mapping of a FIFO alive; destroying it releases that side's share.

@@ -55,6 +55,10 @@ static_assert(kNumSteps + kLlInFlight + 1 <= kNetMaxRequests);
 
 static_assert(kNetHandleBytes <= sizeof(ConnDesc::data));
 
+// A receiving connection whose communicator runs no operation reads its socket once per this many
+// proxy rounds (see NetConnection::idleRound).
+constexpr uint32_t kIdleRoundsPerRead = 64;
+
 uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 uint64_t loadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
@@ -68,8 +72,8 @@ void markGone(uint32_t* word, uint32_t state) {
 
 class NetConnection final : public FifoMemory, public ProxyClient {
  public:
-  NetConnection(bool isSend, const FifoLayout& layout, const PeerInfo& peer)
-      : isSend_(isSend), layout_(layout), peerRank_(peer.rank), net_(&socketNet()) {}
+  NetConnection(bool isSend, const FifoLayout& layout, const PeerInfo& peer, const ConnSetup& setup)
+      : isSend_(isSend), layout_(layout), peerRank_(peer.rank), opsRunning_(setup.opsRunning), net_(&socketNet()) {}
 
   ~NetConnection() override {
     // A sender going away normally first lets the proxy send what the executor already published
@@ -340,6 +344,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       comm_ = nullptr;
       return true;
     }
+    if (idleRound()) return false;
     bool moved = false;
     const uint32_t stepBytes = static_cast<uint32_t>(layout_.simpleStepBytes);
     const uint64_t head = loadAcquire(&ctrl_->simpleHead);
@@ -381,6 +386,16 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     return endRound(moved);
   }
 
+  // Receiver: true for a round that skips this connection because no operation of its
+  // communicator runs (every kIdleRoundsPerRead-th such round still reads the socket, so a peer's
+  // departure is noticed while idle). Whatever arrives meanwhile waits in the kernel until an
+  // operation starts; the rounds that operations of other communicators run cost a socket read
+  // each only for the connections they use.
+  bool idleRound() {
+    if (opsRunning_ == nullptr || opsRunning_->load(std::memory_order_relaxed) != 0) return false;
+    return ++idleRounds_ % kIdleRoundsPerRead != 0;
+  }
+
   uint32_t ringLines() const { return static_cast<uint32_t>(layout_.llRingLines()); }
 
   // Receiver: an LL step lands only where the executor has read everything (its cursor leaves
@@ -396,6 +411,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   const bool isSend_;
   const FifoLayout layout_;
   const int peerRank_;
+  const std::atomic<int>* const opsRunning_;  // the communicator's running operations (may be null)
   const NetOpsV1* net_;
   char* block_ = nullptr;
   FifoCtrl* ctrl_ = nullptr;
@@ -410,6 +426,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   std::atomic<bool> failed_{false};
   bool broken_ = false;  // proxy thread: the connection broke in this round (see testDone)
   uint64_t sPosted_ = 0, sDone_ = 0, lPosted_ = 0, lDone_ = 0;
+  uint32_t idleRounds_ = 0;  // receiver: rounds seen while the communicator was idle
   void* sReq_[kNumSteps] = {};
   void* lReq_[kLlInFlight] = {};
   LlCursor lCursor_;                      // where this side's next LL step's lines are
@@ -434,7 +451,7 @@ size_t netStepMaxBytes(const FifoLayout& layout) {
 
 Status netCreateFifo(const FifoLayout& layout, const PeerInfo&, const PeerInfo& peer, const ConnSetup& setup,
                      std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
-  auto conn = std::make_unique<NetConnection>(false, layout, peer);
+  auto conn = std::make_unique<NetConnection>(false, layout, peer, setup);
   CC_CHECK(conn->allocate());
   memset(desc, 0, sizeof(*desc));
   CC_CHECK(conn->listen(setup, desc->data));
@@ -446,7 +463,7 @@ Status netCreateFifo(const FifoLayout& layout, const PeerInfo&, const PeerInfo& 
 Status netAttachFifo(const ConnDesc& desc, const PeerInfo&, const PeerInfo& peer, const ConnSetup& setup,
                      std::unique_ptr<FifoMemory>* mem) {
   const FifoLayout layout{desc.simpleStepBytes, desc.llStepLines};
-  auto conn = std::make_unique<NetConnection>(true, layout, peer);
+  auto conn = std::make_unique<NetConnection>(true, layout, peer, setup);
   CC_CHECK(conn->allocate());
   CC_CHECK(conn->connect(setup, desc.data, peer));
   *mem = std::move(conn);
