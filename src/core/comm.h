@@ -79,6 +79,10 @@ struct ccComm {
   collcomm::detail::CommConfig config;
   std::unique_ptr<collcomm::detail::Bootstrap> bootstrap;
   std::vector<collcomm::detail::PeerInfo> peers;
+  // Operations of this communicator running over NET (ProxyActivity); the proxy thread reads it to
+  // skip this communicator's idle receive connections in most rounds. Declared before the
+  // connections, so it outlives them (they leave the proxy when destroyed).
+  std::atomic<int> netOpsRunning{0};
   std::vector<collcomm::detail::Channel> channels;
   std::vector<collcomm::detail::P2pPeer> p2p;
   // Connections of collectives that talk to every peer (one-shot AllReduce on > 2 ranks): apart
@@ -106,9 +110,6 @@ struct ccComm {
   std::atomic<int> opsBusy{0};
   bool asymmetricFence = false;  // asymmetricFenceReady() at init
   bool usesNet = false;      // some connection is NET: operations wake the proxy thread
-  // Operations of this communicator running over NET (ProxyActivity); the proxy thread reads it to
-  // skip this communicator's idle receive connections in most rounds.
-  std::atomic<int> netOpsRunning{0};
   bool finalized = false;
   std::string lastError;
 
