@@ -181,6 +181,13 @@ build_peer() {  # build_peer NAME SRC CMD... (the commands of run_baselines.sh);
 build_peer ompi mpi_allreduce_bench.cpp mpicxx.openmpi -O2 -std=c++17 -o "${PEER_BIN[ompi]}" mpi_allreduce_bench.cpp
 ((need_mpich)) && build_peer mpich mpi_allreduce_bench.cpp mpicxx.mpich -O2 -std=c++17 -o "${PEER_BIN[mpich]}" mpi_allreduce_bench.cpp
 ((need_gloo)) && build_peer gloo gloo_allreduce_bench.cpp g++ -O2 -std=c++17 -pthread -o "${PEER_BIN[gloo]}" gloo_allreduce_bench.cpp -lgloo
+# The VM phase probe (phase_probe.cc): run before and after every command, its round trips go
+# into the command's log ("# phase_probe before|after NS") and the report marks far runs.
+PROBE="$PB/phase_probe"
+if [[ ! -x "$PROBE" || "$PROBE" -ot "$HERE/phase_probe.cc" ]]; then
+  g++ -O2 -std=c++17 -pthread -o "$PROBE" "$HERE/phase_probe.cc" >"$RAW/build-phase-probe.log" 2>&1 \
+    || { log "could not build the phase probe (see $RAW/build-phase-probe.log); runs go unprobed"; PROBE=""; }
+fi
 
 # ------------------------------------------------------------------- 3. runs
 ROOTFLAG=()
@@ -238,9 +245,15 @@ failures=0
 run_logged() {  # run_logged LOG CMD...: runs CMD under timeout, output (both streams) to LOG; sets RC
   local out="$1"; shift
   { printf '# cmd:'; printf ' %q' "$@"; printf '\n'; } >"$out"
+  probe_phase before >>"$out"
   timeout -k 15 "$T_RUN" "$@" >>"$out" 2>&1 </dev/null
   RC=$?
+  probe_phase after >>"$out"
   echo "# exit status: $RC" >>"$out"
+}
+probe_phase() {  # probe_phase WHEN: "# phase_probe WHEN NS" (nothing without a probe)
+  [[ -n "$PROBE" ]] || return 0
+  timeout 10 "$PROBE" 2>/dev/null | awk -v w="$1" '$1 == "phase_probe_rt_ns" { print "# phase_probe", w, $2 }'
 }
 record() {  # record CASE OP RUNNER REP NRANKS SIZES RC LOG
   local IFS=$'\t'

@@ -13,6 +13,8 @@ Outputs parsed:
     are out of place.
   peers (mpi_allreduce_bench, gloo_allreduce_bench): rows
       op size_B count/rank iters time_us algbw busbw check      (lines starting with # skipped)
+  every log: "# phase_probe before|after NS" (compare.sh's phase_probe, the round trip of a cache
+    line between the first two CPUs around the command); a run is far when either is > FAR_NS.
 Time = mean time per operation of the slowest rank on both sides (collcomm -a 3).
 busbw is recomputed from the median time: size / time * factor (nccl-tests factors).
 """
@@ -40,6 +42,7 @@ PEER_COLS = [
 ]
 LAT_LIMIT = 64 * 1024  # below: latency ratio (time); at or above: busbw ratio
 NOISY = 2.0            # max/min of the repetitions above which a time is marked noisy
+FAR_NS = 200.0         # phase probe round trip above which the two CPUs count as far apart
 
 
 def expected_size(op, req, n):
@@ -122,6 +125,23 @@ def parse_peer(path, names):
     return rows
 
 
+def parse_probe(path):
+    """The phase probe's round trips (ns) around one command, in the order logged."""
+    out = []
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                v = line.split()
+                if len(v) == 4 and v[:2] == ["#", "phase_probe"]:
+                    try:
+                        out.append(float(v[3]))
+                    except ValueError:
+                        pass
+    except OSError:
+        pass
+    return out
+
+
 class Cell:
     """Samples of one (case, op, runner, size) over the repetitions."""
 
@@ -130,6 +150,7 @@ class Cell:
         self.other = []      # collcomm's other variant, µs
         self.fails = []      # (log, reason)
         self.size = None     # bytes actually moved
+        self.far = 0         # repetitions whose command started or ended with the CPUs far apart
 
     def median(self):
         return statistics.median(self.times) if self.times else None
@@ -147,6 +168,8 @@ def main():
     nranks = {}
     runners_seen = set()
     failed_runs = []
+    probes = []      # every phase probe round trip, ns
+    far_runs = 0
     with open(os.path.join(od, "runs.tsv")) as f:
         next(f)
         for line in f:
@@ -159,6 +182,10 @@ def main():
             if rc != 0:
                 failed_runs.append((case, op, runner, rep, rc, rel))
             rows = parse_collcomm(log) if runner == "collcomm" else parse_peer(log, names)
+            probe = parse_probe(log)
+            probes += probe
+            far = any(p > FAR_NS for p in probe)
+            far_runs += far
             for s in sizes.split(","):
                 req = int(s)
                 if (case, op, req) not in order:
@@ -191,6 +218,7 @@ def main():
                         continue
                 c.times.append(t)
                 c.size = got
+                c.far += far
     any_fail = bool(failed_runs) or any(c.fails for c in cells.values())
 
     # ---------------------------------------------------------------- header
@@ -225,6 +253,7 @@ def main():
     w("|" + "---|" * len(head))
     med_rows = []
     noisy = [0]
+    far_cells = [0]
     for case, op, req in order:
         n = nranks[case]
         factor = OPS[op][2](n)
@@ -241,7 +270,7 @@ def main():
                              len(c.times), len(c.fails),
                              f"{t:.3f}" if t else "", f"{min(c.times):.3f}" if c.times else "",
                              f"{max(c.times):.3f}" if c.times else "", f"{bw:.4f}" if bw else "",
-                             f"{statistics.median(c.other):.3f}" if c.other else ""])
+                             f"{statistics.median(c.other):.3f}" if c.other else "", c.far])
             if c.fails:
                 logs = sorted({l for l, _ in c.fails})
                 why = c.fails[0][1]
@@ -253,6 +282,9 @@ def main():
             if len(c.times) > 1 and min(c.times) > 0 and max(c.times) / min(c.times) > NOISY:
                 mark = " †"
                 noisy[0] += 1
+            if c.far:
+                mark += f" ‡{c.far}"
+                far_cells[0] += 1
             return fmt_t(t) + mark, fmt_bw(bw), t
 
         cct, ccb, cc_t = show("collcomm")
@@ -290,6 +322,17 @@ def main():
     if noisy[0]:
         w(f"†: the slowest repetition took more than {NOISY:g}× the fastest ({noisy[0]} cells): the machine was "
           "busy; the minimum and maximum are in medians.tsv. Rerun before quoting those.")
+        w("")
+    if probes:
+        near = [p for p in probes if p <= FAR_NS]
+        w(f"Phase probe (a cache line's round trip between the first two CPUs, before and after every command): "
+          + (f"near {min(near):.0f}-{max(near):.0f} ns" if near else "never near")
+          + (f"; far (> {FAR_NS:g} ns, up to {max(probes):.0f}) around {far_runs} command(s)" if far_runs else
+             "; never far")
+          + ".")
+        if far_cells[0]:
+            w(f"‡k: k of the cell's repetitions started or ended with the CPUs far apart ({far_cells[0]} cells); "
+              "cross-core hand-offs cost several times more then (docs/host_data_path.md, \"This VM's two phases\").")
         w("")
     legend = {
         "shm": "**shm**: 2 processes, one per core: collcomm over SHM (`ccrun --bind core`), Open MPI vader "
@@ -329,7 +372,7 @@ def main():
 
     with open(os.path.join(od, "medians.tsv"), "w") as f:
         f.write("case\top\trunner\tvariant\tsize_B\tnranks\tn_ok\tn_failed\ttime_us_median\ttime_us_min\t"
-                "time_us_max\tbusbw_GBs\tcollcomm_other_variant_time_us_median\n")
+                "time_us_max\tbusbw_GBs\tcollcomm_other_variant_time_us_median\tfar_reps\n")
         for r in med_rows:
             f.write("\t".join(str(x) for x in r) + "\n")
     print("\n".join(out))
