@@ -3,7 +3,6 @@
 // that was aborted nor the rank that merely passed a third rank's failure on. Ranks are threads of
 // this process connected over NET (COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1).
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,25 +11,14 @@
 #include <vector>
 
 #include "collcomm.h"
+#include "support/net_only.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
 
 namespace collcomm::test {
 namespace {
 
-class NetDeparture : public ::testing::Test {
- protected:
-  void SetUp() override {
-    setenv("COLLCOMM_P2P_DISABLE", "1", 1);
-    setenv("COLLCOMM_SHM_DISABLE", "1", 1);
-    setenv("COLLCOMM_TIMEOUT", "30", 1);
-  }
-  void TearDown() override {
-    unsetenv("COLLCOMM_P2P_DISABLE");
-    unsetenv("COLLCOMM_SHM_DISABLE");
-    unsetenv("COLLCOMM_TIMEOUT");
-  }
-};
+class NetDeparture : public NetOnlyTest {};
 
 std::string hostName() {
   char host[256] = {};

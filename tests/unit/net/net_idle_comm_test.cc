@@ -4,34 +4,20 @@
 // meanwhile must be named at its next operation. Ranks are threads of this process connected over
 // NET (COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1).
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "collcomm.h"
+#include "support/net_only.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
 
 namespace collcomm::test {
 namespace {
 
-class NetIdleComm : public ::testing::Test {
- protected:
-  void SetUp() override {
-    setenv("COLLCOMM_P2P_DISABLE", "1", 1);
-    setenv("COLLCOMM_SHM_DISABLE", "1", 1);
-    setenv("COLLCOMM_TIMEOUT", "30", 1);
-  }
-  void TearDown() override {
-    unsetenv("COLLCOMM_P2P_DISABLE");
-    unsetenv("COLLCOMM_SHM_DISABLE");
-    unsetenv("COLLCOMM_TIMEOUT");
-  }
-};
+class NetIdleComm : public NetOnlyTest {};
 
 constexpr int kBusyOps = 300;  // operations on the busy communicator while the other one idles
 
