@@ -151,9 +151,41 @@ class Cell:
         self.fails = []      # (log, reason)
         self.size = None     # bytes actually moved
         self.far = 0         # repetitions whose command started or ended with the CPUs far apart
+        self.near_times = [] # the times of the other repetitions
 
     def median(self):
         return statistics.median(self.times) if self.times else None
+
+    def near_median(self):
+        return statistics.median(self.near_times) if self.near_times else None
+
+
+def speedup(case, op, req, n, cc_t, peer_t, cells):
+    """Above 1: collcomm faster. Latency ratio below LAT_LIMIT, busbw ratio from there."""
+    if req < LAT_LIMIT:
+        return peer_t / cc_t
+    return ((cells[(case, op, "collcomm", req)].size or req) / cc_t) / (expected_size(op, req, n) / peer_t)
+
+
+def near_only(case, op, req, n, cols, runners_seen, cells):
+    """A table row comparing a cell's near repetitions, when collcomm or a peer had far ones; else None."""
+    cc = cells.get((case, op, "collcomm", req))
+    if cc is None or cc.fails or not cc.near_times:
+        return None
+    peers = []  # (near median, label, near reps, had far reps)
+    for label, m in cols:
+        r = m.get(case)
+        c = cells.get((case, op, r, req)) if r in runners_seen else None
+        if c is not None and not c.fails and c.near_times:
+            peers.append((c.near_median(), label, len(c.near_times), c.far > 0))
+    if not peers or not (cc.far or any(p[3] for p in peers)):
+        return None
+    best = min(peers)
+    title = CASE_TITLE.get(case, case)
+    ratio = speedup(case, op, req, n, cc.near_median(), best[0], cells)
+    op_label = op + (" (in-place)" if op == "broadcast" else "")
+    return (f"| {title} | {op_label} | {size_label(req)} | {fmt_t(cc.near_median())} ({len(cc.near_times)}) | "
+            f"{fmt_t(best[0])} ({best[2]}, {best[1]}) | {ratio:.2f} |")
 
 
 def main():
@@ -217,6 +249,8 @@ def main():
                         c.fails.append((rel, f"check {check}"))
                         continue
                 c.times.append(t)
+                if not far:
+                    c.near_times.append(t)
                 c.size = got
                 c.far += far
     any_fail = bool(failed_runs) or any(c.fails for c in cells.values())
@@ -252,6 +286,7 @@ def main():
     w("| " + " | ".join(head) + " |")
     w("|" + "---|" * len(head))
     med_rows = []
+    near_rows = []   # cells with far repetitions, compared over their near repetitions only
     noisy = [0]
     far_cells = [0]
     for case, op, req in order:
@@ -270,7 +305,8 @@ def main():
                              len(c.times), len(c.fails),
                              f"{t:.3f}" if t else "", f"{min(c.times):.3f}" if c.times else "",
                              f"{max(c.times):.3f}" if c.times else "", f"{bw:.4f}" if bw else "",
-                             f"{statistics.median(c.other):.3f}" if c.other else "", c.far])
+                             f"{statistics.median(c.other):.3f}" if c.other else "", c.far,
+                             f"{c.near_median():.3f}" if c.near_times else ""])
             if c.fails:
                 logs = sorted({l for l, _ in c.fails})
                 why = c.fails[0][1]
@@ -301,14 +337,14 @@ def main():
                 best = (p_t, label)
         if cc_t is None or best is None:
             ratio = "–"
-        elif req < LAT_LIMIT:
-            ratio = f"{best[0] / cc_t:.2f} (lat, vs {best[1]})"
         else:
-            cc_bw = (cells[(case, op, 'collcomm', req)].size or req) / cc_t
-            peer_bw = expected_size(op, req, n) / best[0]
-            ratio = f"{cc_bw / peer_bw:.2f} (busbw, vs {best[1]})"
+            kind = "lat" if req < LAT_LIMIT else "busbw"
+            ratio = f"{speedup(case, op, req, n, cc_t, best[0], cells):.2f} ({kind}, vs {best[1]})"
         row.append(ratio)
         w("| " + " | ".join(row) + " |")
+        near_row = near_only(case, op, req, n, cols, runners_seen, cells)
+        if near_row:
+            near_rows.append(near_row)
 
     w("")
     w("µs: mean time per operation of the slowest rank, median over repetitions; GB/s: busbw from that "
@@ -334,6 +370,14 @@ def main():
             w(f"‡k: k of the cell's repetitions started or ended with the CPUs far apart ({far_cells[0]} cells); "
               "cross-core hand-offs cost several times more then (docs/host_data_path.md, \"This VM's two phases\").")
         w("")
+        if near_rows:
+            w("The same cells over their near repetitions only (medians; where collcomm and a peer both have some):")
+            w("")
+            w("| case | op | size | collcomm µs (near reps) | best peer µs (near reps) "
+              "| collcomm vs best peer, near |")
+            w("|---|---|---|---|---|---|")
+            out.extend(near_rows)
+            w("")
     legend = {
         "shm": "**shm**: 2 processes, one per core: collcomm over SHM (`ccrun --bind core`), Open MPI vader "
                "(ob1), MPICH (ch4, shared memory).",
@@ -372,7 +416,7 @@ def main():
 
     with open(os.path.join(od, "medians.tsv"), "w") as f:
         f.write("case\top\trunner\tvariant\tsize_B\tnranks\tn_ok\tn_failed\ttime_us_median\ttime_us_min\t"
-                "time_us_max\tbusbw_GBs\tcollcomm_other_variant_time_us_median\tfar_reps\n")
+                "time_us_max\tbusbw_GBs\tcollcomm_other_variant_time_us_median\tfar_reps\ttime_us_near_median\n")
         for r in med_rows:
             f.write("\t".join(str(x) for x in r) + "\n")
     print("\n".join(out))
