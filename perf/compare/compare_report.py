@@ -151,13 +151,14 @@ class Cell:
         self.fails = []      # (log, reason)
         self.size = None     # bytes actually moved
         self.far = 0         # repetitions whose command started or ended with the CPUs far apart
-        self.near_times = [] # the times of the other repetitions
+        self.by_phase = {"near": [], "far": []}  # the times again, by the phase around the repetition
 
     def median(self):
         return statistics.median(self.times) if self.times else None
 
-    def near_median(self):
-        return statistics.median(self.near_times) if self.near_times else None
+    def phase_median(self, phase):
+        t = self.by_phase[phase]
+        return statistics.median(t) if t else None
 
 
 def speedup(case, op, req, n, cc_t, peer_t, cells):
@@ -167,25 +168,30 @@ def speedup(case, op, req, n, cc_t, peer_t, cells):
     return ((cells[(case, op, "collcomm", req)].size or req) / cc_t) / (expected_size(op, req, n) / peer_t)
 
 
-def near_only(case, op, req, n, cols, runners_seen, cells):
-    """A table row comparing a cell's near repetitions, when collcomm or a peer had far ones; else None."""
+def by_phase(case, op, req, n, cols, runners_seen, cells):
+    """A table row comparing a cell's near repetitions and its far ones, side by side, when collcomm
+    or a peer had far ones; else None. A phase where one side has no repetition shows as –."""
     cc = cells.get((case, op, "collcomm", req))
-    if cc is None or cc.fails or not cc.near_times:
-        return None
-    peers = []  # (near median, label, near reps, had far reps)
+    peers = []
     for label, m in cols:
         r = m.get(case)
         c = cells.get((case, op, r, req)) if r in runners_seen else None
-        if c is not None and not c.fails and c.near_times:
-            peers.append((c.near_median(), label, len(c.near_times), c.far > 0))
-    if not peers or not (cc.far or any(p[3] for p in peers)):
+        if c is not None and not c.fails:
+            peers.append((label, c))
+    if cc is None or cc.fails or not peers or not (cc.far or any(c.far for _, c in peers)):
         return None
-    best = min(peers)
-    title = CASE_TITLE.get(case, case)
-    ratio = speedup(case, op, req, n, cc.near_median(), best[0], cells)
-    op_label = op + (" (in-place)" if op == "broadcast" else "")
-    return (f"| {title} | {op_label} | {size_label(req)} | {fmt_t(cc.near_median())} ({len(cc.near_times)}) | "
-            f"{fmt_t(best[0])} ({best[2]}, {best[1]}) | {ratio:.2f} |")
+    row = [CASE_TITLE.get(case, case), op + (" (in-place)" if op == "broadcast" else ""), size_label(req)]
+    for phase in ("near", "far"):
+        mine = cc.phase_median(phase)
+        theirs = [(c.phase_median(phase), label, len(c.by_phase[phase])) for label, c in peers if c.by_phase[phase]]
+        if mine is None or not theirs:
+            row += ["–", "–", "–"]
+            continue
+        best = min(theirs)
+        ratio = speedup(case, op, req, n, mine, best[0], cells)
+        row += [f"{fmt_t(mine)} ({len(cc.by_phase[phase])})", f"{fmt_t(best[0])} ({best[2]}, {best[1]})",
+                f"{ratio:.2f}"]
+    return "| " + " | ".join(row) + " |"
 
 
 def main():
@@ -249,8 +255,7 @@ def main():
                         c.fails.append((rel, f"check {check}"))
                         continue
                 c.times.append(t)
-                if not far:
-                    c.near_times.append(t)
+                c.by_phase["far" if far else "near"].append(t)
                 c.size = got
                 c.far += far
     any_fail = bool(failed_runs) or any(c.fails for c in cells.values())
@@ -286,7 +291,7 @@ def main():
     w("| " + " | ".join(head) + " |")
     w("|" + "---|" * len(head))
     med_rows = []
-    near_rows = []   # cells with far repetitions, compared over their near repetitions only
+    phase_rows = []  # cells with far repetitions, compared phase by phase
     noisy = [0]
     far_cells = [0]
     for case, op, req in order:
@@ -306,7 +311,8 @@ def main():
                              f"{t:.3f}" if t else "", f"{min(c.times):.3f}" if c.times else "",
                              f"{max(c.times):.3f}" if c.times else "", f"{bw:.4f}" if bw else "",
                              f"{statistics.median(c.other):.3f}" if c.other else "", c.far,
-                             f"{c.near_median():.3f}" if c.near_times else ""])
+                             f"{c.phase_median('near'):.3f}" if c.by_phase["near"] else "",
+                             f"{c.phase_median('far'):.3f}" if c.by_phase["far"] else ""])
             if c.fails:
                 logs = sorted({l for l, _ in c.fails})
                 why = c.fails[0][1]
@@ -342,9 +348,9 @@ def main():
             ratio = f"{speedup(case, op, req, n, cc_t, best[0], cells):.2f} ({kind}, vs {best[1]})"
         row.append(ratio)
         w("| " + " | ".join(row) + " |")
-        near_row = near_only(case, op, req, n, cols, runners_seen, cells)
-        if near_row:
-            near_rows.append(near_row)
+        phase_row = by_phase(case, op, req, n, cols, runners_seen, cells)
+        if phase_row:
+            phase_rows.append(phase_row)
 
     w("")
     w("µs: mean time per operation of the slowest rank, median over repetitions; GB/s: busbw from that "
@@ -370,13 +376,14 @@ def main():
             w(f"‡k: k of the cell's repetitions started or ended with the CPUs far apart ({far_cells[0]} cells); "
               "cross-core hand-offs cost several times more then (docs/host_data_path.md, \"This VM's two phases\").")
         w("")
-        if near_rows:
-            w("The same cells over their near repetitions only (medians; where collcomm and a peer both have some):")
+        if phase_rows:
+            w("The ‡ cells phase by phase: medians over the near repetitions and over the far ones (their count "
+              "in brackets), each side's against the best peer's in the same phase:")
             w("")
-            w("| case | op | size | collcomm µs (near reps) | best peer µs (near reps) "
-              "| collcomm vs best peer, near |")
-            w("|---|---|---|---|---|---|")
-            out.extend(near_rows)
+            w("| case | op | size | near: collcomm µs | near: best peer µs | near: ratio "
+              "| far: collcomm µs | far: best peer µs | far: ratio |")
+            w("|---|---|---|---|---|---|---|---|---|")
+            out.extend(phase_rows)
             w("")
     legend = {
         "shm": "**shm**: 2 processes, one per core: collcomm over SHM (`ccrun --bind core`), Open MPI vader "
@@ -416,7 +423,8 @@ def main():
 
     with open(os.path.join(od, "medians.tsv"), "w") as f:
         f.write("case\top\trunner\tvariant\tsize_B\tnranks\tn_ok\tn_failed\ttime_us_median\ttime_us_min\t"
-                "time_us_max\tbusbw_GBs\tcollcomm_other_variant_time_us_median\tfar_reps\ttime_us_near_median\n")
+                "time_us_max\tbusbw_GBs\tcollcomm_other_variant_time_us_median\tfar_reps\t"
+                "time_us_near_median\ttime_us_far_median\n")
         for r in med_rows:
             f.write("\t".join(str(x) for x in r) + "\n")
     print("\n".join(out))
