@@ -3,7 +3,8 @@
 
 Reads OUT_DIR/runs.tsv (one line per run: case, op, runner, rep, nranks, sizes, rc, log),
 host.txt, commands.txt and notes.txt; parses every run's output and writes the markdown report
-to stdout and every median to OUT_DIR/medians.tsv. Exit status 1 when any run failed.
+(the table, the ‡ cells phase by phase, issue 6's targets) to stdout and every median to
+OUT_DIR/medians.tsv. Exit status 1 when any run failed.
 
 Outputs parsed:
   collcomm (nccl-tests format, rank 0 only, "[0] " prefix from ccrun): rows
@@ -39,6 +40,24 @@ PEER_COLS = [
     ("Open MPI", {"shm": "ompi-vader", "oversub": "ompi-vader-np4", "net": "ompi-tcp"}),
     ("MPICH", {"shm": "mpich"}),
     ("Gloo", {"net": "gloo-tcp"}),
+]
+# Issue 6's targets: (what, case, op, sizes (None: every size the run has), peer runners compared
+# against (the best of them), the ratio collcomm must reach). The planner target has its own script.
+TARGETS = [
+    ("allreduce 8 B: latency ≤ Open MPI", "shm", "allreduce", [8], ("ompi-vader",), 1.0),
+    ("allreduce 1 MiB: busbw ≥ 1.5× Open MPI", "shm", "allreduce", [1 << 20], ("ompi-vader",), 1.5),
+    ("allreduce 16 MiB: busbw ≥ 2× Open MPI", "shm", "allreduce", [16 << 20], ("ompi-vader",), 2.0),
+    ("allreduce 256 MiB: busbw ≥ 3× Open MPI", "shm", "allreduce", [256 << 20], ("ompi-vader",), 3.0),
+    ("allgather, every size: ≥ the better of Open MPI and MPICH", "shm", "allgather", None,
+     ("ompi-vader", "mpich"), 1.0),
+    ("broadcast, every size: ≥ the better of Open MPI and MPICH", "shm", "broadcast", None,
+     ("ompi-vader", "mpich"), 1.0),
+    ("reduce_scatter, every size: ≥ the better of Open MPI and MPICH", "shm", "reduce_scatter", None,
+     ("ompi-vader", "mpich"), 1.0),
+    ("4 ranks on 2 cores, every size: ≥ Open MPI (yield mode)", "oversub", "allreduce", None,
+     ("ompi-vader-np4",), 1.0),
+    ("NET 8 B: latency ≤ Open MPI TCP", "net", "allreduce", [8], ("ompi-tcp",), 1.0),
+    ("NET 16 MiB: busbw ≥ 2× Open MPI TCP", "net", "allreduce", [16 << 20], ("ompi-tcp",), 2.0),
 ]
 LAT_LIMIT = 64 * 1024  # below: latency ratio (time); at or above: busbw ratio
 NOISY = 2.0            # max/min of the repetitions above which a time is marked noisy
@@ -192,6 +211,45 @@ def by_phase(case, op, req, n, cols, runners_seen, cells):
         row += [f"{fmt_t(mine)} ({len(cc.by_phase[phase])})", f"{fmt_t(best[0])} ({best[2]}, {best[1]})",
                 f"{ratio:.2f}"]
     return "| " + " | ".join(row) + " |"
+
+
+def target_rows(order, nranks, cells, probed):
+    """The targets table: per target, its worst cell over the overall medians and over the near
+    repetitions' medians (only when the run was probed), and whether the target holds there."""
+    rows = []
+    for what, case, op, sizes, runners, need in TARGETS:
+        reqs = [r for c, o, r in order if c == case and o == op and (sizes is None or r in sizes)]
+        worst = {"all": None, "near": None}  # (ratio, size)
+        missing = False
+        for req in reqs:
+            cc = cells.get((case, op, "collcomm", req))
+            peers = [cells.get((case, op, r, req)) for r in runners]
+            peers = [c for c in peers if c is not None and not c.fails and c.times]
+            if cc is None or cc.fails or not cc.times or not peers:
+                missing = True
+                continue
+            n = nranks[case]
+            medians = {"all": (cc.median(), min(c.median() for c in peers))}
+            near = [c.phase_median("near") for c in peers if c.by_phase["near"]]
+            if probed and cc.by_phase["near"] and near:
+                medians["near"] = (cc.phase_median("near"), min(near))
+            for key, (mine, theirs) in medians.items():
+                ratio = speedup(case, op, req, n, mine, theirs, cells)
+                if worst[key] is None or ratio < worst[key][0]:
+                    worst[key] = (ratio, req)
+        cols = [what]
+        for key in ("all", "near"):
+            if worst[key] is None:
+                cols += ["–", "–"]
+            else:
+                ratio, req = worst[key]
+                cols += [f"{ratio:.2f} ({size_label(req)})", "yes" if ratio >= need else "**no**"]
+        if not reqs:
+            cols[0] += " (not in this run)"
+        elif missing:
+            cols[0] += " (cells missing)"
+        rows.append("| " + " | ".join(cols) + " |")
+    return rows
 
 
 def main():
@@ -385,6 +443,15 @@ def main():
             w("|---|---|---|---|---|---|---|---|---|")
             out.extend(phase_rows)
             w("")
+    targets = target_rows(order, nranks, cells, bool(probes))
+    w("Issue 6's targets in this run: the worst cell of each (collcomm against the peers the target "
+      "names; time ratio below 64 KiB, busbw ratio from there), over the overall medians and over the "
+      "near repetitions' medians. The planner target is checked by planner_check.sh.")
+    w("")
+    w("| target | worst cell | holds | worst cell, near phase | holds, near phase |")
+    w("|---|---|---|---|---|")
+    out.extend(targets)
+    w("")
     legend = {
         "shm": "**shm**: 2 processes, one per core: collcomm over SHM (`ccrun --bind core`), Open MPI vader "
                "(ob1), MPICH (ch4, shared memory).",
