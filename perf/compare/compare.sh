@@ -188,6 +188,12 @@ if [[ ! -x "$PROBE" || "$PROBE" -ot "$HERE/phase_probe.cc" ]]; then
   g++ -O2 -std=c++17 -pthread -o "$PROBE" "$HERE/phase_probe.cc" >"$RAW/build-phase-probe.log" 2>&1 \
     || { log "could not build the phase probe (see $RAW/build-phase-probe.log); runs go unprobed"; PROBE=""; }
 fi
+# The loopback TCP floor (socket_floor.cc): not run here; built for measuring what the NET rows
+# sit on (perf/compare/README.md).
+if [[ ! -x "$PB/socket_floor" || "$PB/socket_floor" -ot "$HERE/socket_floor.cc" ]]; then
+  g++ -O2 -std=c++17 -o "$PB/socket_floor" "$HERE/socket_floor.cc" >"$RAW/build-socket-floor.log" 2>&1 \
+    || log "could not build socket_floor (see $RAW/build-socket-floor.log)"
+fi
 
 # ------------------------------------------------------------------- 3. runs
 ROOTFLAG=()
