@@ -181,19 +181,18 @@ build_peer() {  # build_peer NAME SRC CMD... (the commands of run_baselines.sh);
 build_peer ompi mpi_allreduce_bench.cpp mpicxx.openmpi -O2 -std=c++17 -o "${PEER_BIN[ompi]}" mpi_allreduce_bench.cpp
 ((need_mpich)) && build_peer mpich mpi_allreduce_bench.cpp mpicxx.mpich -O2 -std=c++17 -o "${PEER_BIN[mpich]}" mpi_allreduce_bench.cpp
 ((need_gloo)) && build_peer gloo gloo_allreduce_bench.cpp g++ -O2 -std=c++17 -pthread -o "${PEER_BIN[gloo]}" gloo_allreduce_bench.cpp -lgloo
+build_tool() {  # build_tool NAME: $PB/NAME from $HERE/NAME.cc, unless it is there and newer
+  [[ -x "$PB/$1" && ! "$PB/$1" -ot "$HERE/$1.cc" ]] && return 0
+  g++ -O2 -std=c++17 -pthread -o "$PB/$1" "$HERE/$1.cc" >"$RAW/build-$1.log" 2>&1
+}
 # The VM phase probe (phase_probe.cc): run before and after every command, its round trips go
 # into the command's log ("# phase_probe before|after NS") and the report marks far runs.
 PROBE="$PB/phase_probe"
-if [[ ! -x "$PROBE" || "$PROBE" -ot "$HERE/phase_probe.cc" ]]; then
-  g++ -O2 -std=c++17 -pthread -o "$PROBE" "$HERE/phase_probe.cc" >"$RAW/build-phase-probe.log" 2>&1 \
-    || { log "could not build the phase probe (see $RAW/build-phase-probe.log); runs go unprobed"; PROBE=""; }
-fi
+build_tool phase_probe \
+  || { log "could not build the phase probe (see $RAW/build-phase_probe.log); runs go unprobed"; PROBE=""; }
 # The loopback TCP floor (socket_floor.cc): not run here; built for measuring what the NET rows
 # sit on (perf/compare/README.md).
-if [[ ! -x "$PB/socket_floor" || "$PB/socket_floor" -ot "$HERE/socket_floor.cc" ]]; then
-  g++ -O2 -std=c++17 -o "$PB/socket_floor" "$HERE/socket_floor.cc" >"$RAW/build-socket-floor.log" 2>&1 \
-    || log "could not build socket_floor (see $RAW/build-socket-floor.log)"
-fi
+build_tool socket_floor || log "could not build socket_floor (see $RAW/build-socket_floor.log)"
 
 # ------------------------------------------------------------------- 3. runs
 ROOTFLAG=()
