@@ -10,7 +10,16 @@
 //   128 KiB 54-59/39-40 against 65-66/47, 256 KiB 82-90/72-74 against 85-88/75-77; 512 KiB
 //   equal, 137 against 134). Two ranks only: 4 ranks over NET on the 2 cores lost with one-shot
 //   at 64 KiB (192 KiB received: 488 against the ring's 371 us).
-// - Results stream past the cache from 4 MiB (out of place 16 MiB: +20% busbw).
+// - Results stream past the cache from half the last-level cache up, at least 4 MiB. On the Xeon
+//   this VM first ran on (2026-11-22), streaming from 4 MiB gave out-of-place 16 MiB +20% busbw.
+//   On the AMD EPYC (Zen 4, 32 MiB L3) it has run on since 2026-11-23, measured 2026-11-25,
+//   streaming at 4 and 8 MiB lost on every collective (2 processes pinned, near phase,
+//   out-of-place/in-place us, streamed against not, 3 interleaved runs each: AllReduce 4 MiB 231-238/242-259 against 154-159/130-133,
+//   Broadcast 4 MiB 431-444/102-143 against 122-132/77-78, AllGather 8 MiB 460-465/225-227
+//   against 190-198/142-143, ReduceScatter 4 MiB 130-150/81-86 against 95-105/80-83), was even
+//   at 16 MiB (AllReduce 1166-1217/983-1042 against 1229-1293/772-851, ReduceScatter
+//   676-691/477-494 against 697-734/451-491) and won in place at 64 MiB (Broadcast 2.8-3.0
+//   against 5.6-5.8 ms).
 // - FIFO steps stream past the cache from 64 KiB while the receiver finds the sender's core far
 //   (device/host/core_distance.h; 2026-11-24, 2 processes pinned, the VM in a phase where its two
 //   vCPUs sit on different dies, out-of-place us without -> with): broadcast 1 MiB 436 -> 77,
@@ -31,30 +40,44 @@
 //     (64 KiB 4.8/4.4 against 5.5/4.8, 128 KiB 7.6-8.1/6.5 against 9.2-9.8/8.6-9.0; 32 KiB
 //     3.5/3.1 against 2.0-2.9/1.4-2.6; 256 KiB 13.9/11.2 against 11.6/8.8) and Broadcast at
 //     64 KiB (6.3-6.4/6.5-7.4 against 8.6-9.2/7.3-7.8; 128 KiB in place 10.8-10.9 against
-//     9.3-10.2), three alternated runs each, 2026-11-23. Everything else is off unless forced or
-//     COLLCOMM_DIRECT_THRESHOLD is set (which also lifts the window's upper end).
+//     9.3-10.2), three alternated runs each, 2026-11-23. By 2026-11-25 the ring had become 2-4x
+//     faster at these sizes (its steps, LL and streaming work of 2026-11-24) and those windows
+//     lost 2-3x (three interleaved runs, Direct against the ring): AllGather 64 KiB 3.7/3.5
+//     against 1.3/1.1, 128 KiB 5.9/5.3 against 2.5/2.0; Broadcast 32 KiB 2.6/2.4 against
+//     0.7/0.7, 256 KiB 10.9/8.9 against 5.3/4.3. So across processes Direct is off unless forced
+//     or COLLCOMM_DIRECT_THRESHOLD is set (from that size up, no upper end); the window mechanism
+//     (defaultDirectCmaMax) stays for machines where one pays.
 //   * Broadcast across processes since 2026-11-24 (late) splits the copy: the root writes part of the
 //     buffer into each peer (process_vm_writev) while the peer reads the rest, both cores copying
 //     at once. 2 processes pinned, near phase (ping-pong ~120 ns), medians of 5 interleaved runs,
 //     out-of-place/in-place us, Direct against the ring: 16 KiB 3.2/3.1 against 2.6/2.4, 32 KiB
 //     4.2/3.6 against 5.2/4.3, 64 KiB 6.3/5.4 against 8.8/7.9, 128 KiB 9.8/7.3 against 11.2/8.7,
 //     256 KiB 20.0-20.7/14.0-14.9 against 22.2-25.4/12.8-16.5, 1 MiB 87/54 against 56/51 (out of
-//     place the root's own copy adds to its half). Hence 32-256 KiB. In the far phase (~500 ns)
-//     Direct wins much more (16 KiB 4.2 against 9.7) but the planner does not know the phase.
+//     place the root's own copy adds to its half). Hence 32-256 KiB then. In the far phase
+//     (~500 ns) Direct won much more (16 KiB 4.2 against 9.7) but the planner does not know the
+//     phase. On 2026-11-25, Broadcast at 16 MiB split by variant: out of place Direct won
+//     (1139-1247 against the ring's 1457-1640, or 806 in a run where the ring's root stayed in
+//     cache), in place the ring did (404-448 against 790-842);
+//     the planner cannot tell them apart (only the root knows whether its call is in place, and
+//     every rank must choose alike), and MPI_Bcast is always in place: the ring stays.
 //   * Direct results stream past the cache only from 16 MiB: its working set has no FIFOs, and
 //     streaming at 4 MiB made AllGather 3x slower (353 against 109 us).
 #include "plan/tuner.h"
 
 #include <strings.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "common/params.h"
+#include "topo/cpu_cache.h"
 
 namespace collcomm::detail {
 
 Status loadTunerConfig(TunerConfig* out) {
   TunerConfig cfg;
+  cfg.streamThreshold = TunerConfig::defaultStreamThreshold(lastLevelCacheBytes());
   const std::string proto = paramStr(Param::kProto);
   if (!proto.empty()) {
     if (strcasecmp(proto.c_str(), "LL") == 0)
@@ -109,6 +132,10 @@ bool hasDirect(CollKind kind) {
          kind == CollKind::kAllReduce;
 }
 
+size_t TunerConfig::defaultStreamThreshold(size_t lastLevelCacheBytes) {
+  return std::max(size_t{4} << 20, lastLevelCacheBytes / 2);
+}
+
 std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectReach reach) {
   std::array<size_t, kNumCollKinds> t;
   t.fill(SIZE_MAX);
@@ -117,19 +144,15 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectRea
     t[static_cast<int>(CollKind::kBroadcast)] = size_t{16} << 10;
     t[static_cast<int>(CollKind::kReduceScatter)] = size_t{16} << 10;
     t[static_cast<int>(CollKind::kAllReduce)] = size_t{4} << 20;
-  } else {
-    // Across processes only AllGather and Broadcast, in a window (see defaultDirectCmaMax).
-    t[static_cast<int>(CollKind::kAllGather)] = size_t{64} << 10;
-    t[static_cast<int>(CollKind::kBroadcast)] = size_t{32} << 10;
   }
+  // Across processes: off unless forced or set (the header comment: the windows of 2026-11-23
+  // lost 2-3x by 2026-11-25).
   return t;
 }
 
 std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectCmaMax() {
   std::array<size_t, kNumCollKinds> t;
   t.fill(SIZE_MAX);
-  t[static_cast<int>(CollKind::kAllGather)] = size_t{128} << 10;
-  t[static_cast<int>(CollKind::kBroadcast)] = size_t{256} << 10;
   return t;
 }
 

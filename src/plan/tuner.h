@@ -32,6 +32,7 @@ struct TunerConfig {
   size_t llThreshold = 16;
   // Smallest message, in bytes, whose results go to the user's buffer by streaming stores
   // (COLLCOMM_STREAM_THRESHOLD); below it the result stays in cache for the caller.
+  // loadTunerConfig sets it from the last-level cache (defaultStreamThreshold).
   size_t streamThreshold = size_t{4} << 20;
   // Smallest message, in bytes, whose Simple-protocol FIFO steps may be written with streaming
   // stores: they are while the next rank's core is far (device/host/core_distance.h); never over
@@ -55,6 +56,8 @@ struct TunerConfig {
   // copy wins only in a window of sizes (tuner.cc). COLLCOMM_DIRECT_THRESHOLD lifts the limit.
   std::array<size_t, kNumCollKinds> directCmaMax = defaultDirectCmaMax();
 
+  // Half the last-level cache, and at least 4 MiB (also when the cache size is unknown: 0).
+  static size_t defaultStreamThreshold(size_t lastLevelCacheBytes);
   static std::array<size_t, kNumCollKinds> defaultDirectThresholds(DirectReach reach);
   static std::array<size_t, kNumCollKinds> defaultDirectCmaMax();
 };

@@ -8,6 +8,7 @@
 
 #include "core/peer_info.h"
 #include "plan/tuner.h"
+#include "topo/cpu_cache.h"
 
 namespace collcomm::detail {
 namespace {
@@ -98,6 +99,20 @@ TEST(Planner, StepStreamingModes) {
   setenv("COLLCOMM_STEP_STREAM", "sometimes", 1);
   EXPECT_EQ(loadTunerConfig(&cfg), Status::kInvalidArgument);
   unsetenv("COLLCOMM_STEP_STREAM");
+}
+
+TEST(Planner, StreamThresholdFollowsTheLastLevelCache) {
+  // Half the last-level cache, never below 4 MiB; an unknown cache (0) keeps 4 MiB.
+  EXPECT_EQ(TunerConfig::defaultStreamThreshold(0), size_t{4} << 20);
+  EXPECT_EQ(TunerConfig::defaultStreamThreshold(size_t{8} << 20), size_t{4} << 20);
+  EXPECT_EQ(TunerConfig::defaultStreamThreshold(size_t{32} << 20), size_t{16} << 20);
+  EXPECT_EQ(TunerConfig::defaultStreamThreshold(size_t{96} << 20), size_t{48} << 20);
+  // Loaded without COLLCOMM_STREAM_THRESHOLD: this host's cache decides; with it, the variable.
+  unsetenv("COLLCOMM_STREAM_THRESHOLD");
+  EXPECT_EQ(loaded().streamThreshold, TunerConfig::defaultStreamThreshold(lastLevelCacheBytes()));
+  setenv("COLLCOMM_STREAM_THRESHOLD", "12345", 1);
+  EXPECT_EQ(loaded().streamThreshold, size_t{12345});
+  unsetenv("COLLCOMM_STREAM_THRESHOLD");
 }
 
 TEST(Planner, DirectWhereTheCommunicatorCan) {
