@@ -13,6 +13,8 @@
 #   - socket_floor -m user: two pinned processes exchanging SIZE bytes each way over loopback TCP
 #     between SIZE-byte buffers, reducing nothing (what a two-rank allreduce moves, with nothing
 #     else to do);
+#   - socket_floor -m hot: the same from and into a 512 KiB ring that stays in cache (the kernel's
+#     work alone: both CPUs spend the exchange in the kernel);
 #   - collcomm's allreduce over NET (out of place and in place, as compare.sh runs it);
 #   - Open MPI's allreduce over btl tcp (as compare.sh runs it).
 # The report (net_phase_floor_report.py) keeps the rounds whose probes agree (both near or both
@@ -44,12 +46,15 @@ BYTES=$(numfmt --from=iec "$SIZE") || { echo "net_phase_floor: SIZE=$SIZE is not
 ITERS=$(( BYTES >= (8 << 20) ? 30 : BYTES >= (1 << 20) ? 200 : 2000 ))
 mkdir -p "$OUT_DIR"
 ROUNDS="$OUT_DIR/rounds.tsv"
-printf 'time\tprobe_before_ns\tprobe_after_ns\tbare_us\tcollcomm_oop_us\tcollcomm_ip_us\topenmpi_us\n' >"$ROUNDS"
+printf 'time\tprobe_before_ns\tprobe_after_ns\tbare_us\tbare_hot_us\tcollcomm_oop_us\tcollcomm_ip_us\topenmpi_us\n' \
+  >"$ROUNDS"
 
 ROOTFLAG=()
 [[ $EUID -eq 0 ]] && ROOTFLAG=(--allow-run-as-root)
 probe() { "$PB/phase_probe" 2>/dev/null | awk '{ print $2 }'; }
-bare() { timeout 60 "$PB/socket_floor" -b "$BYTES" -n "$ITERS" -m user | sed -n 's/.*median \([0-9.]*\) us.*/\1/p'; }
+bare() {  # $1: user or hot
+  timeout 60 "$PB/socket_floor" -b "$BYTES" -n "$ITERS" -m "$1" | sed -n 's/.*median \([0-9.]*\) us.*/\1/p'
+}
 collcomm() {  # "oop ip" (µs, slowest rank)
   env COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1 COLLCOMM_SOCKET_IFNAME="$NET_IFNAME" \
     timeout 60 "$BUILD_DIR/tools/ccrun/ccrun" -n 2 --bind core "$BUILD_DIR/perf/all_reduce_perf" \
@@ -67,10 +72,10 @@ echo "net_phase_floor: $SIZE, rounds for ${DURATION}s, into $ROUNDS" >&2
 end=$(( $(date +%s) + DURATION ))
 n=0
 while (( $(date +%s) < end )); do
-  p1=$(probe); b=$(bare); c=$(collcomm); o=$(openmpi); p2=$(probe)
+  p1=$(probe); b=$(bare user); h=$(bare hot); c=$(collcomm); o=$(openmpi); p2=$(probe)
   read -r coop cip <<<"${c:-- -}"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date +%T)" "${p1:--}" "${p2:--}" "${b:--}" "${coop:--}" "${cip:--}" \
-    "${o:--}" >>"$ROUNDS"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date +%T)" "${p1:--}" "${p2:--}" "${b:--}" "${h:--}" "${coop:--}" \
+    "${cip:--}" "${o:--}" >>"$ROUNDS"
   n=$((n + 1))
 done
 echo "net_phase_floor: $n rounds" >&2

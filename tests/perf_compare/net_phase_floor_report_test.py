@@ -12,11 +12,11 @@ import unittest
 
 REPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "perf", "compare",
                       "net_phase_floor_report.py")
-HEADER = "time\tprobe_before_ns\tprobe_after_ns\tbare_us\tcollcomm_oop_us\tcollcomm_ip_us\topenmpi_us"
+HEADER = "time\tprobe_before_ns\tprobe_after_ns\tbare_us\tbare_hot_us\tcollcomm_oop_us\tcollcomm_ip_us\topenmpi_us"
 
 
 def run_report(rows, header=HEADER):
-    """rows: tuples (probe_before, probe_after, bare, oop, ip, openmpi), '-' allowed."""
+    """rows: tuples (probe_before, probe_after, bare, bare_hot, oop, ip, openmpi), '-' allowed."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "rounds.tsv")
         with open(path, "w") as f:
@@ -38,40 +38,41 @@ class NetPhaseFloorReportTest(unittest.TestCase):
     def test_phases_medians_and_ratios(self):
         rows = [
             # near: collcomm 5000/4000/6000 µs, Open MPI 10000 (ratio 2.0, 2.5, 1.6667 -> median 2.0)
-            (90, 110, 5200, 5000, 5100, 10000),
-            (80, 120, 5400, 4000, 4100, 10000),
-            (100, 100, 5300, 6000, 6100, 10000),
+            (90, 110, 5200, 4160, 5000, 5100, 10000),
+            (80, 120, 5400, 4320, 4000, 4100, 10000),
+            (100, 100, 5300, 4240, 6000, 6100, 10000),
             # far: Open MPI / collcomm 9000/12000, 10000/12500, 10800/12000 = 0.75, 0.8, 0.9 -> 0.8
-            (500, 600, 11000, 12000, 12100, 9000),
-            (450, 520, 10000, 12500, 12600, 10000),
-            (300, 400, 12000, 12000, 12200, 10800),
+            (500, 600, 11000, 8800, 12000, 12100, 9000),
+            (450, 520, 10000, 8000, 12500, 12600, 10000),
+            (300, 400, 12000, 9600, 12000, 12200, 10800),
             # the phase changed during the round: left out
-            (100, 500, 1, 1, 1, 1000000),
+            (100, 500, 1, 0, 1, 1, 1000000),
             # a command printed nothing: left out
-            (100, 100, "-", 5000, 5000, 10000),
+            (100, 100, 5200, "-", 5000, 5000, 10000),
         ]
         rc, out, err = run_report(rows)
         self.assertEqual(rc, 0, err)
         self.assertIn("8 rounds, 6 with both probes in one phase", out)
         near = table_row(out, "near")
-        self.assertEqual(near, ["near", "3", "5300", "5000", "5100", "10000", "2.00", "1.96", "5000", "1.06"])
+        self.assertEqual(near, ["near", "3", "5300", "4240", "5000", "5100", "10000", "2.00", "1.96", "5000", "1.06"])
         far = table_row(out, "far")
-        # medians: bare 11000, oop 12000, ip 12200, Open MPI 10000; in place 9000/12100, 10000/12600,
-        # 10800/12200 -> 0.794; target 5000; bare / target 2.20
-        self.assertEqual(far, ["far", "3", "11000", "12000", "12200", "10000", "0.80", "0.79", "5000", "2.20"])
+        # medians: bare 11000, from hot buffers 8800, oop 12000, ip 12200, Open MPI 10000; in place
+        # 9000/12100, 10000/12600, 10800/12200 -> 0.794; target 5000; bare / target 2.20
+        self.assertEqual(far, ["far", "3", "11000", "8800", "12000", "12200", "10000", "0.80", "0.79", "5000", "2.20"])
         self.assertIn("- near: the 2x target holds out of place (2.00)", out)
-        self.assertIn("takes 5300 µs: above the 5000 µs the target asks for", out)
+        self.assertIn("takes 5300 µs (4240 from buffers that stay in cache): above the 5000 µs the target asks for",
+                      out)
         self.assertIn("- far: the 2x target does not hold out of place (0.80)", out)
 
     def test_only_one_phase(self):
-        rc, out, err = run_report([(100, 100, 4000, 5000, 5000, 11000)])
+        rc, out, err = run_report([(100, 100, 4000, 3200, 5000, 5000, 11000)])
         self.assertEqual(rc, 0, err)
         self.assertIsNotNone(table_row(out, "near"))
         self.assertIsNone(table_row(out, "far"))
-        self.assertIn("within the 5500 µs the target asks for", out)
+        self.assertIn("takes 4000 µs (3200 from buffers that stay in cache): within the 5500 µs", out)
 
     def test_no_usable_round(self):
-        rc, out, err = run_report([(100, 900, 1, 1, 1, 1), ("-", 100, 1, 1, 1, 1)])
+        rc, out, err = run_report([(100, 900, 1, 0, 1, 1, 1), ("-", 100, 1, 0, 1, 1, 1)])
         self.assertEqual(rc, 0, err)
         self.assertIn("no round had both probes in one phase", out)
 
