@@ -13,6 +13,7 @@
 #include "collectives/coll_list.h"
 #include "device/fifo.h"
 #include "device/host/host_platform.h"
+#include "plan/step_stream_choice.h"
 #include "plan/tuner.h"
 #include "transport/transport.h"
 
@@ -95,6 +96,8 @@ struct ccComm {
   std::vector<collcomm::detail::UserRedOp> userOps;
   collcomm::detail::FifoSizes fifoSizes;
   collcomm::detail::TunerConfig tuner;
+  // Far operations' FIFO steps streamed or not, by what each way took (plan/step_stream_choice.h).
+  collcomm::detail::StepStreamChoice stepStreamChoice;
   int spinCount = 2000;
   // Waits' spin count once a connection is NET: 0 when this host's ranks and one proxy thread per
   // process outnumber their CPUs (a spinning executor holds the core its proxy needs).

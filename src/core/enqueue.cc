@@ -2,6 +2,7 @@
 #include "core/enqueue.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -175,7 +176,20 @@ Status runCollective(ccComm* comm, const Op& op) {
   ctx.streamResults = plan.streamResults;
   ctx.streamSteps = plan.streamSteps;
   ctx.streamStepsAlways = plan.streamStepsAlways;
+  const bool learnStreaming = plan.streamSteps && !plan.streamStepsAlways;
+  if (learnStreaming) {
+    bool far = false;
+    for (int c = 0; c < plan.nChannels; ++c) {
+      const FifoCtrl* ctrl = comm->channels[c].send.ctrl;
+      far |= ctrl != nullptr && __atomic_load_n(&ctrl->streamHint, __ATOMIC_RELAXED) != 0;
+    }
+    ctx.streamSteps = comm->stepStreamChoice.choose(op.kind, bytes, far);
+  }
+  const auto start = std::chrono::steady_clock::now();
   const Status s = hostRunCollective(args, ctx);
+  if (learnStreaming && s == kOk)
+    comm->stepStreamChoice.record(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()));
   return failOp(comm, s, failure);
 }
 

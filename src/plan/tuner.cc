@@ -26,6 +26,8 @@
 //   16 MiB 8102 -> 1265; allreduce 64 KiB 35 -> 9-22, 1 MiB 781 -> 90; reduce_scatter 16 MiB
 //   4164 -> 975; allgather 1 MiB 247 -> 45. Streaming them always would cost where the cores share
 //   a cache (allreduce 1 MiB 59 -> 115, allgather 1 MiB 38 -> 59): hence the receiver's verdict.
+//   In a milder far phase (2026-11-25) streaming lost up to 4 MiB except for AllReduce; each
+//   communicator now learns which way is faster while far (plan/step_stream_choice.h).
 // - Direct (single copy from the peers' buffers; 2026-11-23, 2 ranks, out-of-place / in-place us;
 //   docs/perf.md "Single-copy (Direct) collectives" has the tables and commands):
 //   * ranks as threads of one process (plain copies; best of 9 runs): AllGather, Broadcast and

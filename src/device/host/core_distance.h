@@ -10,7 +10,8 @@
 // step, so the load is a miss on a line dirty in the sender's cache (when it hits, nothing is
 // learned). A running average of those loads says near or far; the receiver tells the sender
 // through FifoCtrl::streamHint, and the sender streams its large steps while the hint is set
-// (Primitives, plan: streamSteps).
+// (Primitives, plan: streamSteps) and its communicator has not found plain steps faster in this
+// far phase (plan/step_stream_choice.h: one kind of far phase favours streaming, another not).
 //
 // Host executor only; data path: a timestamp pair per large step, no syscalls.
 #pragma once
