@@ -176,18 +176,21 @@ Status runCollective(ccComm* comm, const Op& op) {
   ctx.streamResults = plan.streamResults;
   ctx.streamSteps = plan.streamSteps;
   ctx.streamStepsAlways = plan.streamStepsAlways;
-  const bool learnStreaming = plan.streamSteps && !plan.streamStepsAlways;
-  if (learnStreaming) {
+  // Far, whether this operation's steps stream is learned from the operations' times
+  // (plan/step_stream_choice.h); a clock read costs tens of ns, so only those are timed.
+  bool timed = false;
+  if (plan.streamSteps && !plan.streamStepsAlways) {
     bool far = false;
     for (int c = 0; c < plan.nChannels; ++c) {
       const FifoCtrl* ctrl = comm->channels[c].send.ctrl;
       far |= ctrl != nullptr && __atomic_load_n(&ctrl->streamHint, __ATOMIC_RELAXED) != 0;
     }
     ctx.streamSteps = comm->stepStreamChoice.choose(op.kind, bytes, far);
+    timed = comm->stepStreamChoice.wantsTime();
   }
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const Status s = hostRunCollective(args, ctx);
-  if (learnStreaming && s == kOk)
+  if (timed && s == kOk)
     comm->stepStreamChoice.record(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()));
   return failOp(comm, s, failure);

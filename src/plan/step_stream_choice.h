@@ -28,6 +28,9 @@ class StepStreamChoice {
   // At the start of an operation whose plan lets its steps stream: whether they may, given that
   // the receivers find this core far (`far`: their hint is set) or not.
   bool choose(CollKind kind, size_t bytes, bool far);
+  // Whether the operation just chosen for will be counted (far, and not the first of its way):
+  // only then is it worth timing.
+  bool wantsTime() const { return pending_ != nullptr && pendingCounts_; }
   // The operation chosen for last took `ns`; an operation that failed is not recorded.
   void record(uint64_t ns);
 

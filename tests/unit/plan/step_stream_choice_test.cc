@@ -99,6 +99,18 @@ TEST(StepStreamChoice, KindsAndSizesLearnApartAndAFarPhaseStartsAfresh) {
   EXPECT_TRUE(c.choose(CollKind::kAllGather, kBytes, true));
 }
 
+TEST(StepStreamChoice, OnlyCountedOperationsAreTimed) {
+  StepStreamChoice c;
+  c.choose(CollKind::kAllGather, kBytes, /*far=*/false);
+  EXPECT_FALSE(c.wantsTime());  // near: nothing to learn
+  c.choose(CollKind::kAllGather, kBytes, true);
+  EXPECT_FALSE(c.wantsTime());  // the first of its way
+  c.choose(CollKind::kAllGather, kBytes, true);
+  EXPECT_TRUE(c.wantsTime());
+  c.record(1000);
+  EXPECT_FALSE(c.wantsTime());  // recorded: nothing pending
+}
+
 TEST(StepStreamChoice, AnOperationNotRecordedTeachesNothing) {
   StepStreamChoice c;
   // Failed operations are not recorded: a warm-up run of them counts nothing, so the next run is
