@@ -141,6 +141,16 @@ namespace {
 
 Status runOneShotAllReduce(ccComm* comm, const Op& op);
 
+// Whether the next rank of any of the first `nChannels` rings finds this core far: its streaming
+// hint (device/host/core_distance.h).
+bool receiverFindsFar(const ccComm* comm, int nChannels) {
+  for (int c = 0; c < nChannels; ++c) {
+    const FifoCtrl* ctrl = comm->channels[c].send.ctrl;
+    if (ctrl != nullptr && __atomic_load_n(&ctrl->streamHint, __ATOMIC_RELAXED) != 0) return true;
+  }
+  return false;
+}
+
 Status runCollective(ccComm* comm, const Op& op) {
   const size_t elem = dtypeSize(op.dtype);
   const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
@@ -180,12 +190,7 @@ Status runCollective(ccComm* comm, const Op& op) {
   // (plan/step_stream_choice.h); a clock read costs tens of ns, so only those are timed.
   bool timed = false;
   if (plan.streamSteps && !plan.streamStepsAlways) {
-    bool far = false;
-    for (int c = 0; c < plan.nChannels; ++c) {
-      const FifoCtrl* ctrl = comm->channels[c].send.ctrl;
-      far |= ctrl != nullptr && __atomic_load_n(&ctrl->streamHint, __ATOMIC_RELAXED) != 0;
-    }
-    ctx.streamSteps = comm->stepStreamChoice.choose(op.kind, bytes, far);
+    ctx.streamSteps = comm->stepStreamChoice.choose(op.kind, bytes, receiverFindsFar(comm, plan.nChannels));
     timed = comm->stepStreamChoice.wantsTime();
   }
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
