@@ -22,6 +22,7 @@
   X(StreamThreshold, INT, "COLLCOMM_STREAM_THRESHOLD", "-1", "smallest message (bytes) whose results are written to user buffers with streaming stores; -1: planner default") \
   X(StepStream,     STR, "COLLCOMM_STEP_STREAM",    "",     "large Simple-protocol FIFO steps written with streaming stores: auto (default: while the receiver finds the sender's core far, unless plain steps have timed faster there), always, or never") \
   X(StepStreamThreshold, INT, "COLLCOMM_STEP_STREAM_THRESHOLD", "-1", "smallest message (bytes) whose Simple-protocol FIFO steps between ranks on one host are written with streaming stores; -1: planner default") \
+  X(HostSimd,       STR, "COLLCOMM_HOST_SIMD",      "auto", "vector instructions of the host executor's reductions: auto (the widest the CPU has), avx512, avx2 or portable") \
   X(MinNchannels,   INT, "COLLCOMM_MIN_NCHANNELS",  "-1",   "least channels per collective; -1: planner default") \
   X(MaxNchannels,   INT, "COLLCOMM_MAX_NCHANNELS",  "-1",   "most channels per collective; -1: planner default") \
   X(SpinCount,      INT, "COLLCOMM_SPIN_COUNT",     "2000", "polls a waiting host thread spins before it starts yielding the core; unset: 2000, or 0 when a host has more ranks than the CPUs their threads may use (counting, once NET is in use, one proxy thread per process)") \

@@ -11,6 +11,7 @@
 #include "common/params.h"
 #include "core/peer_info.h"
 #include "device/host/core_distance.h"
+#include "device/host/simd_level.h"
 #include "transport/cma/cma_probe.h"
 #include "transport/connect.h"
 
@@ -165,6 +166,7 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
     return CC_ERROR(Status::kInvalidArgument, "rank %d is out of range for nranks %d", rank, nranks);
   logEffectiveParams();
   calibrateDistanceClock();
+  hostSimdLevel();  // chosen (and logged) here rather than in the first operation
   const Deadline deadline = Deadline::afterSeconds(config.timeoutSeconds);
   std::unique_ptr<ccComm> comm = std::make_unique<ccComm>();
   comm->rank = rank;

@@ -10,6 +10,15 @@
 #include "device/dtypes.h"
 #include "device/reduce_ops.h"
 
+// The host compiles the element loop once per vector level and picks one at run time
+// (device/host/simd_level.h); nvcc's host pass and other architectures keep the one loop.
+#if !CC_DEVICE_COMPILE && !defined(__CUDACC__) && defined(__x86_64__) && defined(__GNUC__)
+#define CC_HOST_SIMD_DISPATCH 1
+#include "device/host/simd_level.h"
+#else
+#define CC_HOST_SIMD_DISPATCH 0
+#endif
+
 namespace collcomm::detail {
 
 // Host buffers may be misaligned, even within an element (the user's pointer plus any byte
@@ -38,7 +47,7 @@ CC_HD CC_FORCE_INLINE void storeElem(T* p, size_t i, T v) {
 // The elements [begin, end) with stride step, every choice fixed at compile time so that the host
 // loop (step 1) has no branches left and vectorises.
 template <bool kSrc1, bool kPre0, bool kPre1, bool kPost, bool kDst1, class Fn, class T>
-CC_HD void reduceCopyLoop(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0, const T* src1, T* dst0,
+CC_HD CC_FORCE_INLINE void reduceCopyLoop(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0, const T* src1, T* dst0,
                           T* dst1) {
 #if !CC_DEVICE_COMPILE
   (void)step;  // always 1 on the host
@@ -59,19 +68,51 @@ CC_HD void reduceCopyLoop(const Fn& fn, size_t begin, size_t end, size_t step, c
   }
 }
 
+#if CC_HOST_SIMD_DISPATCH
+// The same loop, inlined into functions compiled for wider vectors: the compiler vectorises it
+// again for each. Only called where hostSimdLevel() says the CPU has them.
+template <bool kSrc1, bool kPre0, bool kPre1, bool kPost, bool kDst1, class Fn, class T>
+__attribute__((target("avx2"))) void reduceCopyLoopAvx2(const Fn& fn, size_t begin, size_t end, const T* src0,
+                                                         const T* src1, T* dst0, T* dst1) {
+  reduceCopyLoop<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, end, 1, src0, src1, dst0, dst1);
+}
+template <bool kSrc1, bool kPre0, bool kPre1, bool kPost, bool kDst1, class Fn, class T>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void reduceCopyLoopAvx512(
+    const Fn& fn, size_t begin, size_t end, const T* src0, const T* src1, T* dst0, T* dst1) {
+  reduceCopyLoop<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, end, 1, src0, src1, dst0, dst1);
+}
+#endif
+
+// reduceCopyLoop at the host's vector level (the device has one).
+template <bool kSrc1, bool kPre0, bool kPre1, bool kPost, bool kDst1, class Fn, class T>
+CC_HD CC_FORCE_INLINE void reduceCopyLoopAtLevel(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0,
+                                                 const T* src1, T* dst0, T* dst1) {
+#if CC_HOST_SIMD_DISPATCH
+  switch (hostSimdLevel()) {
+    case SimdLevel::kAvx512:
+      return reduceCopyLoopAvx512<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, end, src0, src1, dst0, dst1);
+    case SimdLevel::kAvx2:
+      return reduceCopyLoopAvx2<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, end, src0, src1, dst0, dst1);
+    case SimdLevel::kPortable:
+      break;
+  }
+#endif
+  reduceCopyLoop<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, end, step, src0, src1, dst0, dst1);
+}
+
 template <bool kPre0, bool kPre1, bool kPost, class Fn, class T>
 CC_HD void reduceCopyPointers(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0, const T* src1,
                               T* dst0, T* dst1) {
   if (src1 != nullptr) {
     if (dst1 != nullptr) {
-      reduceCopyLoop<true, kPre0, kPre1, kPost, true>(fn, begin, end, step, src0, src1, dst0, dst1);
+      reduceCopyLoopAtLevel<true, kPre0, kPre1, kPost, true>(fn, begin, end, step, src0, src1, dst0, dst1);
     } else {
-      reduceCopyLoop<true, kPre0, kPre1, kPost, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+      reduceCopyLoopAtLevel<true, kPre0, kPre1, kPost, false>(fn, begin, end, step, src0, src1, dst0, dst1);
     }
   } else if (dst1 != nullptr) {
-    reduceCopyLoop<false, kPre0, false, kPost, true>(fn, begin, end, step, src0, src1, dst0, dst1);
+    reduceCopyLoopAtLevel<false, kPre0, false, kPost, true>(fn, begin, end, step, src0, src1, dst0, dst1);
   } else {
-    reduceCopyLoop<false, kPre0, false, kPost, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    reduceCopyLoopAtLevel<false, kPre0, false, kPost, false>(fn, begin, end, step, src0, src1, dst0, dst1);
   }
 }
 
