@@ -222,6 +222,67 @@ TEST(NetSocket, ReceivesMatchTheirTag) {
   ASSERT_TRUE(wait(s2, nullptr));
 }
 
+// Every receive posted and every message sent before the receiver reads, so that its reads find
+// several messages of two tags and many sizes queued (small ones through the staging buffer with
+// the next header, large ones straight into their buffers, messages shorter than their buffers),
+// and every byte must still land in its own receive.
+TEST(NetSocket, QueuedMessagesOfTwoTagsLandInTheirOwnReceives) {
+  test::Watchdog dog(60, "net socket queued messages");
+  Pair p;
+  ASSERT_TRUE(connectPair(&p, "0", "1"));
+  const NetOpsV1& n = socketNet();
+  struct Msg {
+    uint32_t tag;
+    size_t bytes;
+  };
+  const Msg msgs[] = {{2, 16},   {0, 100},  {2, 6000},   {0, 5000}, {2, 0},      {0, 0},    {2, 9000},
+                      {0, 130944}, {2, 4096}, {0, 70000}, {0, 7},    {0, 130944}, {2, 100}, {0, 130944}};
+  constexpr size_t kCount = sizeof(msgs) / sizeof(msgs[0]);
+  std::vector<std::vector<unsigned char>> src(kCount), dst(kCount);
+  void* sreq[kCount];
+  void* rreq[kCount];
+  // Receives of tag 0 are as large as a Simple slot, those of tag 2 fit their message.
+  for (size_t m = 0; m < kCount; ++m) {
+    const size_t cap = msgs[m].tag == 0 ? 131072 : msgs[m].bytes;
+    dst[m].assign(cap, 0xee);
+    void* buf = dst[m].data();
+    uint32_t tag = msgs[m].tag;
+    ASSERT_EQ(n.irecv(p.recv, 1, &buf, &cap, &tag, nullptr, &rreq[m]), kOk);
+    ASSERT_NE(rreq[m], nullptr);
+  }
+  for (size_t m = 0; m < kCount; ++m) {
+    src[m].resize(msgs[m].bytes);
+    for (size_t i = 0; i < msgs[m].bytes; ++i) src[m][i] = static_cast<unsigned char>(i * 7 + m * 31 + 1);
+    ASSERT_EQ(n.isend(p.send, src[m].data(), msgs[m].bytes, msgs[m].tag, nullptr, &sreq[m]), kOk);
+    ASSERT_NE(sreq[m], nullptr);
+  }
+  std::vector<bool> sent(kCount, false), arrived(kCount, false);
+  std::vector<size_t> got(kCount, 0);
+  size_t left = 2 * kCount;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (left > 0 && std::chrono::steady_clock::now() < until) {
+    for (size_t m = 0; m < kCount; ++m) {
+      if (!sent[m]) {
+        bool done = false;
+        ASSERT_EQ(n.test(sreq[m], &done, nullptr), kOk);
+        if (done) sent[m] = true, --left;
+      }
+    }
+    for (size_t m = 0; m < kCount; ++m) {
+      if (!arrived[m]) {
+        bool done = false;
+        ASSERT_EQ(n.test(rreq[m], &done, &got[m]), kOk);
+        if (done) arrived[m] = true, --left;
+      }
+    }
+  }
+  ASSERT_EQ(left, 0u) << "messages did not arrive in 10 s";
+  for (size_t m = 0; m < kCount; ++m) {
+    EXPECT_EQ(got[m], msgs[m].bytes) << "receive " << m;
+    EXPECT_TRUE(std::equal(src[m].begin(), src[m].end(), dst[m].begin())) << "receive " << m << " corrupted";
+  }
+}
+
 TEST(NetSocket, WrongSecretAndGarbageAreDroppedAndTheRightPeerStillConnects) {
   test::Watchdog dog(60, "net socket secret");
   const NetOpsV1& n = socketNet();
