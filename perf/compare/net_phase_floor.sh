@@ -15,6 +15,11 @@
 #     else to do);
 #   - socket_floor -m hot: the same from and into a 512 KiB ring that stays in cache (the kernel's
 #     work alone: both CPUs spend the exchange in the kernel);
+#   - socket_floor -m staged and -m allreduce: the two-rank allreduce itself with no library around
+#     it, once with the copies of a FIFO design (collcomm's: the kernel moves bytes between rings
+#     that stay in cache, user code copies and adds between them and the user's buffers) and once
+#     with the fewest copies (the kernel sends from and receives into the user's buffers; user code
+#     only adds);
 #   - collcomm's allreduce over NET (out of place and in place, as compare.sh runs it);
 #   - Open MPI's allreduce over btl tcp (as compare.sh runs it).
 # The report (net_phase_floor_report.py) keeps the rounds whose probes agree (both near or both
@@ -41,18 +46,18 @@ for f in "$BUILD_DIR/perf/all_reduce_perf" "$BUILD_DIR/tools/ccrun/ccrun" "$PB/p
   [[ -x "$f" ]] || { echo "net_phase_floor: $f is missing; run perf/compare/compare.sh once first" >&2; exit 2; }
 done
 BYTES=$(numfmt --from=iec "$SIZE") || { echo "net_phase_floor: SIZE=$SIZE is not a size" >&2; exit 2; }
-(( BYTES >= 1024 )) || { echo "net_phase_floor: SIZE must be at least 1K" >&2; exit 2; }
+(( BYTES >= 1024 && BYTES % 8 == 0 )) || { echo "net_phase_floor: SIZE must be at least 1K and a multiple of 8" >&2; exit 2; }
 # Enough timed iterations per command for ~0.1-0.3 s at 16 MiB, more at smaller sizes.
 ITERS=$(( BYTES >= (8 << 20) ? 30 : BYTES >= (1 << 20) ? 200 : 2000 ))
 mkdir -p "$OUT_DIR"
 ROUNDS="$OUT_DIR/rounds.tsv"
-printf 'time\tprobe_before_ns\tprobe_after_ns\tbare_us\tbare_hot_us\tcollcomm_oop_us\tcollcomm_ip_us\topenmpi_us\n' \
+printf 'time\tprobe_before_ns\tprobe_after_ns\tbare_us\tbare_hot_us\tcollcomm_oop_us\tcollcomm_ip_us\topenmpi_us\tstaged_us\tleastcopy_us\n' \
   >"$ROUNDS"
 
 ROOTFLAG=()
 [[ $EUID -eq 0 ]] && ROOTFLAG=(--allow-run-as-root)
 probe() { "$PB/phase_probe" 2>/dev/null | awk '{ print $2 }'; }
-bare() {  # $1: user or hot
+bare() {  # $1: user, hot, staged or allreduce
   timeout 60 "$PB/socket_floor" -b "$BYTES" -n "$ITERS" -m "$1" | sed -n 's/.*median \([0-9.]*\) us.*/\1/p'
 }
 collcomm() {  # "oop ip" (µs, slowest rank)
@@ -72,10 +77,11 @@ echo "net_phase_floor: $SIZE, rounds for ${DURATION}s, into $ROUNDS" >&2
 end=$(( $(date +%s) + DURATION ))
 n=0
 while (( $(date +%s) < end )); do
-  p1=$(probe); b=$(bare user); h=$(bare hot); c=$(collcomm); o=$(openmpi); p2=$(probe)
+  p1=$(probe); b=$(bare user); h=$(bare hot); st=$(bare staged); lc=$(bare allreduce); c=$(collcomm); o=$(openmpi)
+  p2=$(probe)
   read -r coop cip <<<"${c:-- -}"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date +%T)" "${p1:--}" "${p2:--}" "${b:--}" "${h:--}" "${coop:--}" \
-    "${cip:--}" "${o:--}" >>"$ROUNDS"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date +%T)" "${p1:--}" "${p2:--}" "${b:--}" "${h:--}" \
+    "${coop:--}" "${cip:--}" "${o:--}" "${st:--}" "${lc:--}" >>"$ROUNDS"
   n=$((n + 1))
 done
 echo "net_phase_floor: $n rounds" >&2

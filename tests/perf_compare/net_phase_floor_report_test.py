@@ -54,15 +54,32 @@ class NetPhaseFloorReportTest(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("8 rounds, 6 with both probes in one phase", out)
         near = table_row(out, "near")
-        self.assertEqual(near, ["near", "3", "5300", "4240", "5000", "5100", "10000", "2.00", "1.96", "5000", "1.06"])
+        self.assertEqual(near, ["near", "3", "5300", "4240", "–", "–", "5000", "5100", "10000", "2.00", "1.96", "5000",
+                                "1.06"])
         far = table_row(out, "far")
         # medians: bare 11000, from hot buffers 8800, oop 12000, ip 12200, Open MPI 10000; in place
         # 9000/12100, 10000/12600, 10800/12200 -> 0.794; target 5000; bare / target 2.20
-        self.assertEqual(far, ["far", "3", "11000", "8800", "12000", "12200", "10000", "0.80", "0.79", "5000", "2.20"])
+        self.assertEqual(far, ["far", "3", "11000", "8800", "–", "–", "12000", "12200", "10000", "0.80", "0.79", "5000",
+                               "2.20"])
         self.assertIn("- near: the 2x target holds out of place (2.00)", out)
         self.assertIn("takes 5300 µs (4240 from buffers that stay in cache): above the 5000 µs the target asks for",
                       out)
         self.assertIn("- far: the 2x target does not hold out of place (0.80)", out)
+
+    def test_bare_allreduce_columns(self):
+        header = HEADER + "\tstaged_us\tleastcopy_us"
+        rows = [
+            (100, 100, 5200, 4160, 5000, 5100, 10000, 5100, 6000),
+            (100, 100, 5400, 4320, 4000, 4100, 10000, 5300, 5200),
+            (100, 100, 5300, 4240, 6000, 6100, 10000, 5500, 7000),
+        ]
+        rc, out, err = run_report(rows, header=header)
+        self.assertEqual(rc, 0, err)
+        near = table_row(out, "near")
+        self.assertEqual(near, ["near", "3", "5300", "4240", "5300", "6000", "5000", "5100", "10000", "2.00", "1.96",
+                                "5000", "1.06"])
+        self.assertIn("the same allreduce with no library around it takes 5300 µs with a FIFO's copies and 6000 "
+                      "with the fewest copies: the better of them above the target", out)
 
     def test_only_one_phase(self):
         rc, out, err = run_report([(100, 100, 4000, 3200, 5000, 5000, 11000)])
