@@ -19,7 +19,7 @@
   X(DirectThreshold, INT, "COLLCOMM_DIRECT_THRESHOLD", "-1", "smallest message (bytes, as the perf tools count them) run by the single-copy Direct algorithm where the communicator can, with no upper end; -1: planner default per collective") \
   X(CmaDisable,     INT, "COLLCOMM_CMA_DISABLE",    "0",    "1: no cross-memory attach (process_vm_readv) between processes, so no Direct algorithm for communicators spanning processes") \
   X(LlThreshold,    INT, "COLLCOMM_LL_THRESHOLD",   "-1",   "largest message (bytes) sent with LL; -1: planner default") \
-  X(StreamThreshold, INT, "COLLCOMM_STREAM_THRESHOLD", "-1", "smallest message (bytes) whose results are written to user buffers with streaming stores; -1: planner default") \
+  X(StreamThreshold, INT, "COLLCOMM_STREAM_THRESHOLD", "-1", "smallest message (bytes) whose results are written to user buffers with streaming stores, over NET too; -1: planner default") \
   X(StepStream,     STR, "COLLCOMM_STEP_STREAM",    "",     "large Simple-protocol FIFO steps written with streaming stores: auto (default: while the receiver finds the sender's core far, unless plain steps have timed faster there), always, or never") \
   X(StepStreamThreshold, INT, "COLLCOMM_STEP_STREAM_THRESHOLD", "-1", "smallest message (bytes) whose Simple-protocol FIFO steps between ranks on one host are written with streaming stores; -1: planner default") \
   X(HostSimd,       STR, "COLLCOMM_HOST_SIMD",      "auto", "vector instructions of the host executor's reductions: auto (the widest the CPU has), avx512, avx2 or portable") \

@@ -20,6 +20,12 @@
 //   at 16 MiB (AllReduce 1166-1217/983-1042 against 1229-1293/772-851, ReduceScatter
 //   676-691/477-494 against 697-734/451-491) and won in place at 64 MiB (Broadcast 2.8-3.0
 //   against 5.6-5.8 ms).
+//   Over NET twice that, the whole last-level cache and at least 8 MiB: there the operation is
+//   bound by the kernel's work per packet on both cores, not by memory, and streamed results lost
+//   (2026-11-25, 2 processes over loopback TCP, out-of-place/in-place us, streamed against not,
+//   interleaved rounds): 16 MiB near 3513-3743/3207-3289 against 3393-3467/3006-3270, far
+//   4359-4780/3990-4259 against 4205-4573/3816-4088; 64 MiB near 13464-13529/12624-12839
+//   against 13885-14009/11951-12110 (streaming still wins out of place there).
 // - FIFO steps stream past the cache from 64 KiB while the receiver finds the sender's core far
 //   (device/host/core_distance.h; 2026-11-24, 2 processes pinned, the VM in a phase where its two
 //   vCPUs sit on different dies, out-of-place us without -> with): broadcast 1 MiB 436 -> 77,
@@ -79,7 +85,9 @@ namespace collcomm::detail {
 
 Status loadTunerConfig(TunerConfig* out) {
   TunerConfig cfg;
-  cfg.streamThreshold = TunerConfig::defaultStreamThreshold(lastLevelCacheBytes());
+  const size_t llc = lastLevelCacheBytes();
+  cfg.streamThreshold = TunerConfig::defaultStreamThreshold(llc);
+  cfg.netStreamThreshold = TunerConfig::defaultNetStreamThreshold(llc);
   const std::string proto = paramStr(Param::kProto);
   if (!proto.empty()) {
     if (strcasecmp(proto.c_str(), "LL") == 0)
@@ -108,7 +116,7 @@ Status loadTunerConfig(TunerConfig* out) {
   const int64_t threshold = paramInt(Param::kLlThreshold);
   if (threshold >= 0) cfg.llThreshold = static_cast<size_t>(threshold);
   const int64_t stream = paramInt(Param::kStreamThreshold);
-  if (stream >= 0) cfg.streamThreshold = cfg.directStreamThreshold = static_cast<size_t>(stream);
+  if (stream >= 0) cfg.streamThreshold = cfg.netStreamThreshold = cfg.directStreamThreshold = static_cast<size_t>(stream);
   const int64_t stepStream = paramInt(Param::kStepStreamThreshold);
   if (stepStream >= 0) cfg.stepStreamThreshold = static_cast<size_t>(stepStream);
   const std::string stepMode = paramStr(Param::kStepStream);
@@ -138,6 +146,10 @@ size_t TunerConfig::defaultStreamThreshold(size_t lastLevelCacheBytes) {
   return std::max(size_t{4} << 20, lastLevelCacheBytes / 2);
 }
 
+size_t TunerConfig::defaultNetStreamThreshold(size_t lastLevelCacheBytes) {
+  return std::max(size_t{8} << 20, lastLevelCacheBytes);
+}
+
 std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectReach reach) {
   std::array<size_t, kNumCollKinds> t;
   t.fill(SIZE_MAX);
@@ -161,7 +173,8 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectCmaMax() {
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
                         DirectReach reach, bool overNet) {
   const bool streamSteps = !overNet && bytes >= cfg.stepStreamThreshold;
-  CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= cfg.streamThreshold, streamSteps,
+  const size_t streamFrom = overNet ? cfg.netStreamThreshold : cfg.streamThreshold;
+  CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= streamFrom, streamSteps,
                 streamSteps && cfg.stepStreamAlways};
   // Direct, where the communicator can: forced, or from the collective's threshold. A forced
   // Direct the communicator cannot run leaves the choice to the rules below.

@@ -34,6 +34,9 @@ struct TunerConfig {
   // (COLLCOMM_STREAM_THRESHOLD); below it the result stays in cache for the caller.
   // loadTunerConfig sets it from the last-level cache (defaultStreamThreshold).
   size_t streamThreshold = size_t{4} << 20;
+  // The same for communicators with NET connections, whose operations are bound by the kernel's
+  // work on every packet rather than by memory: twice as large (defaultNetStreamThreshold).
+  size_t netStreamThreshold = size_t{8} << 20;
   // Smallest message, in bytes, whose Simple-protocol FIFO steps may be written with streaming
   // stores: they are while the next rank's core is far (device/host/core_distance.h); never over
   // NET, where this process's proxy reads them at once (COLLCOMM_STEP_STREAM_THRESHOLD); tuner.cc.
@@ -58,6 +61,8 @@ struct TunerConfig {
 
   // Half the last-level cache, and at least 4 MiB (also when the cache size is unknown: 0).
   static size_t defaultStreamThreshold(size_t lastLevelCacheBytes);
+  // Over NET: the whole last-level cache, and at least 8 MiB.
+  static size_t defaultNetStreamThreshold(size_t lastLevelCacheBytes);
   static std::array<size_t, kNumCollKinds> defaultDirectThresholds(DirectReach reach);
   static std::array<size_t, kNumCollKinds> defaultDirectCmaMax();
 };

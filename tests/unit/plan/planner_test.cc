@@ -48,6 +48,14 @@ TEST(Planner, DefaultsByKindSizeAndRanks) {
   // Results stream past the cache from the threshold up.
   EXPECT_FALSE(planCollective(cfg, CollKind::kAllGather, cfg.streamThreshold - 1, 4, 1).streamResults);
   EXPECT_TRUE(planCollective(cfg, CollKind::kAllGather, cfg.streamThreshold, 4, 1).streamResults);
+  // Over NET from their own, larger threshold.
+  ASSERT_GT(cfg.netStreamThreshold, cfg.streamThreshold);
+  EXPECT_FALSE(planCollective(cfg, CollKind::kAllReduce, cfg.streamThreshold, 2, 1, DirectReach::kNone, true)
+                   .streamResults);
+  EXPECT_FALSE(planCollective(cfg, CollKind::kAllReduce, cfg.netStreamThreshold - 1, 2, 1, DirectReach::kNone, true)
+                   .streamResults);
+  EXPECT_TRUE(planCollective(cfg, CollKind::kAllReduce, cfg.netStreamThreshold, 2, 1, DirectReach::kNone, true)
+                  .streamResults);
   // FIFO steps may stream from their threshold up, never over NET (the local proxy reads them).
   EXPECT_FALSE(planCollective(cfg, CollKind::kBroadcast, cfg.stepStreamThreshold - 1, 2, 1).streamSteps);
   EXPECT_TRUE(planCollective(cfg, CollKind::kBroadcast, cfg.stepStreamThreshold, 2, 1).streamSteps);
@@ -107,11 +115,18 @@ TEST(Planner, StreamThresholdFollowsTheLastLevelCache) {
   EXPECT_EQ(TunerConfig::defaultStreamThreshold(size_t{8} << 20), size_t{4} << 20);
   EXPECT_EQ(TunerConfig::defaultStreamThreshold(size_t{32} << 20), size_t{16} << 20);
   EXPECT_EQ(TunerConfig::defaultStreamThreshold(size_t{96} << 20), size_t{48} << 20);
-  // Loaded without COLLCOMM_STREAM_THRESHOLD: this host's cache decides; with it, the variable.
+  // Over NET: the whole cache, never below 8 MiB.
+  EXPECT_EQ(TunerConfig::defaultNetStreamThreshold(0), size_t{8} << 20);
+  EXPECT_EQ(TunerConfig::defaultNetStreamThreshold(size_t{4} << 20), size_t{8} << 20);
+  EXPECT_EQ(TunerConfig::defaultNetStreamThreshold(size_t{32} << 20), size_t{32} << 20);
+  // Loaded without COLLCOMM_STREAM_THRESHOLD: this host's cache decides; with it, the variable,
+  // over NET too.
   unsetenv("COLLCOMM_STREAM_THRESHOLD");
   EXPECT_EQ(loaded().streamThreshold, TunerConfig::defaultStreamThreshold(lastLevelCacheBytes()));
+  EXPECT_EQ(loaded().netStreamThreshold, TunerConfig::defaultNetStreamThreshold(lastLevelCacheBytes()));
   setenv("COLLCOMM_STREAM_THRESHOLD", "12345", 1);
   EXPECT_EQ(loaded().streamThreshold, size_t{12345});
+  EXPECT_EQ(loaded().netStreamThreshold, size_t{12345});
   unsetenv("COLLCOMM_STREAM_THRESHOLD");
 }
 
