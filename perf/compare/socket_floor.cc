@@ -236,8 +236,9 @@ void allReduceOnce(int side, int out, int in, const Options& o, AllReduceBuffers
         while (reduced < upTo) {
           const size_t at = reduced % kRing;
           const size_t n = std::min(upTo - reduced, kRing - at);
-          addFloats(reinterpret_cast<float*>(output + mine + reduced), reinterpret_cast<const float*>(input + mine + reduced),
-                    reinterpret_cast<const float*>(ring + at), n / 4);
+          addFloats(reinterpret_cast<float*>(output + mine + reduced),
+                    reinterpret_cast<const float*>(input + mine + reduced), reinterpret_cast<const float*>(ring + at),
+                    n / 4);
           reduced += n;
         }
       }

@@ -47,8 +47,8 @@ CC_HD CC_FORCE_INLINE void storeElem(T* p, size_t i, T v) {
 // The elements [begin, end) with stride step, every choice fixed at compile time so that the host
 // loop (step 1) has no branches left and vectorises.
 template <bool kSrc1, bool kPre0, bool kPre1, bool kPost, bool kDst1, class Fn, class T>
-CC_HD CC_FORCE_INLINE void reduceCopyLoop(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0, const T* src1, T* dst0,
-                          T* dst1) {
+CC_HD CC_FORCE_INLINE void reduceCopyLoop(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0,
+                                          const T* src1, T* dst0, T* dst1) {
 #if !CC_DEVICE_COMPILE
   (void)step;  // always 1 on the host
   for (size_t i = begin; i < end; ++i) {
@@ -73,7 +73,7 @@ CC_HD CC_FORCE_INLINE void reduceCopyLoop(const Fn& fn, size_t begin, size_t end
 // again for each. Only called where hostSimdLevel() says the CPU has them.
 template <bool kSrc1, bool kPre0, bool kPre1, bool kPost, bool kDst1, class Fn, class T>
 __attribute__((target("avx2"))) void reduceCopyLoopAvx2(const Fn& fn, size_t begin, size_t end, const T* src0,
-                                                         const T* src1, T* dst0, T* dst1) {
+                                                        const T* src1, T* dst0, T* dst1) {
   reduceCopyLoop<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, end, 1, src0, src1, dst0, dst1);
 }
 template <bool kSrc1, bool kPre0, bool kPre1, bool kPost, bool kDst1, class Fn, class T>

@@ -116,7 +116,8 @@ Status loadTunerConfig(TunerConfig* out) {
   const int64_t threshold = paramInt(Param::kLlThreshold);
   if (threshold >= 0) cfg.llThreshold = static_cast<size_t>(threshold);
   const int64_t stream = paramInt(Param::kStreamThreshold);
-  if (stream >= 0) cfg.streamThreshold = cfg.netStreamThreshold = cfg.directStreamThreshold = static_cast<size_t>(stream);
+  if (stream >= 0)
+    cfg.streamThreshold = cfg.netStreamThreshold = cfg.directStreamThreshold = static_cast<size_t>(stream);
   const int64_t stepStream = paramInt(Param::kStepStreamThreshold);
   if (stepStream >= 0) cfg.stepStreamThreshold = static_cast<size_t>(stepStream);
   const std::string stepMode = paramStr(Param::kStepStream);
