@@ -100,6 +100,7 @@ Status fillStage(SocketComm* comm, bool* drained) {
 
 size_t takeStaged(SocketComm* comm, void* dst, size_t want) {
   const size_t n = std::min(want, comm->stageEnd - comm->stageBegin);
+  if (n == 0) return 0;  // dst may be null: a receive of 0 bytes into no buffer
   memcpy(dst, comm->stage.get() + comm->stageBegin, n);
   comm->stageBegin += n;
   return n;
