@@ -3,17 +3,10 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
+
+#include "topo/detect.h"
 
 namespace collcomm::detail {
-namespace {
-
-bool readLine(const std::string& path, std::string* out) {
-  std::ifstream f(path);
-  return static_cast<bool>(std::getline(f, *out));
-}
-
-}  // namespace
 
 size_t parseCacheSize(const std::string& text) {
   size_t i = 0, value = 0;
@@ -41,8 +34,9 @@ size_t lastLevelCacheBytes() {
   for (int index = 0; index < 16; ++index) {
     std::string level, type, size;
     const std::string base = dir + std::to_string(index) + "/";
-    if (!readLine(base + "level", &level)) break;
-    if (!readLine(base + "type", &type) || type == "Instruction" || !readLine(base + "size", &size)) continue;
+    if (!detect::readSysfs(base + "level", &level)) break;
+    if (!detect::readSysfs(base + "type", &type) || type == "Instruction" || !detect::readSysfs(base + "size", &size))
+      continue;
     const int lv = std::atoi(level.c_str());
     const size_t bytes = parseCacheSize(size);
     if (bytes != 0 && lv > bestLevel) {
