@@ -53,8 +53,8 @@
 //     lost 2-3x (three interleaved runs, Direct against the ring): AllGather 64 KiB 3.7/3.5
 //     against 1.3/1.1, 128 KiB 5.9/5.3 against 2.5/2.0; Broadcast 32 KiB 2.6/2.4 against
 //     0.7/0.7, 256 KiB 10.9/8.9 against 5.3/4.3. So across processes Direct is off unless forced
-//     or COLLCOMM_DIRECT_THRESHOLD is set (from that size up, no upper end); the window mechanism
-//     (defaultDirectCmaMax) stays for machines where one pays.
+//     or COLLCOMM_DIRECT_THRESHOLD is set (from that size up, no upper end); the windows' upper
+//     ends went with them.
 //   * Broadcast across processes since 2026-11-24 (late) splits the copy: the root writes part of the
 //     buffer into each peer (process_vm_writev) while the peer reads the rest, both cores copying
 //     at once. 2 processes pinned, near phase (ping-pong ~120 ns), medians of 5 interleaved runs,
@@ -133,7 +133,6 @@ Status loadTunerConfig(TunerConfig* out) {
     for (int k = 0; k < kNumCollKinds; ++k)
       if (hasDirect(static_cast<CollKind>(k)))
         cfg.directThreshold[k] = cfg.directCmaThreshold[k] = static_cast<size_t>(direct);
-  if (direct >= 0) cfg.directCmaMax.fill(SIZE_MAX);
   *out = cfg;
   return kOk;
 }
@@ -165,12 +164,6 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectRea
   return t;
 }
 
-std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectCmaMax() {
-  std::array<size_t, kNumCollKinds> t;
-  t.fill(SIZE_MAX);
-  return t;
-}
-
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
                         DirectReach reach, bool overNet) {
   const bool streamSteps = !overNet && bytes >= cfg.stepStreamThreshold;
@@ -183,8 +176,7 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
     const bool forced = cfg.forcedAlgo == static_cast<int>(Algorithm::kDirect);
     const size_t threshold = (reach == DirectReach::kInProcess ? cfg.directThreshold
                                                                 : cfg.directCmaThreshold)[static_cast<int>(kind)];
-    const size_t limit = reach == DirectReach::kInProcess ? SIZE_MAX : cfg.directCmaMax[static_cast<int>(kind)];
-    if (forced || (cfg.forcedAlgo < 0 && bytes >= threshold && bytes <= limit)) {
+    if (forced || (cfg.forcedAlgo < 0 && bytes >= threshold)) {
       plan.algo = Algorithm::kDirect;
       plan.streamResults = bytes >= cfg.directStreamThreshold;
       return plan;

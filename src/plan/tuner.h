@@ -55,16 +55,12 @@ struct TunerConfig {
   // measurements behind them: tuner.cc.
   std::array<size_t, kNumCollKinds> directThreshold = defaultDirectThresholds(DirectReach::kInProcess);
   std::array<size_t, kNumCollKinds> directCmaThreshold = defaultDirectThresholds(DirectReach::kCrossProcess);
-  // Largest message run by Direct across processes (inclusive; SIZE_MAX: no limit): the kernel's
-  // copy wins only in a window of sizes (tuner.cc). COLLCOMM_DIRECT_THRESHOLD lifts the limit.
-  std::array<size_t, kNumCollKinds> directCmaMax = defaultDirectCmaMax();
 
   // Half the last-level cache, and at least 4 MiB (also when the cache size is unknown: 0).
   static size_t defaultStreamThreshold(size_t lastLevelCacheBytes);
   // Over NET: the whole last-level cache, and at least 8 MiB.
   static size_t defaultNetStreamThreshold(size_t lastLevelCacheBytes);
   static std::array<size_t, kNumCollKinds> defaultDirectThresholds(DirectReach reach);
-  static std::array<size_t, kNumCollKinds> defaultDirectCmaMax();
 };
 
 struct CollPlan {
