@@ -324,10 +324,20 @@ void stagedOnce(int side, int out, int in, const Options& o, AllReduceBuffers& b
 #endif
 }
 
+// One exchange of the hot and user modes: o.bytes each way, from src and into dst, which wrap
+// every `span` bytes.
+void exchangeOnce(int out, int in, const Options& o, const char* src, char* dst, size_t span) {
+  size_t sent = 0, got = 0;
+  while (sent < o.bytes || got < o.bytes) {
+    if (sent < o.bytes) sendSome(out, src + sent % span, std::min(o.chunk, o.bytes - sent), &sent);
+    if (got < o.bytes) recvSome(in, dst + got % span, std::min(o.chunk, o.bytes - got), &got, o.quickack);
+  }
+}
+
 // One side: sends on `out`, receives on `in` (the same socket when -s 1). Side 0 prints.
 void run(int side, int out, int in, const Options& o) {
   if (!pinTo(side)) die("cannot pin to a CPU of its own (needs two)");
-  const int one = 1, zero = 0;
+  const int one = 1;
   for (int fd : {out, in}) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   const bool allReduce = o.mode == Mode::kAllReduce || o.mode == Mode::kStaged;
   // The ring has a chunk of slack past its end, so that no call is cut short where it wraps (a
@@ -345,35 +355,12 @@ void run(int side, int out, int in, const Options& o) {
   std::vector<double> us;
   for (int x = 0; x < o.warmup + o.exchanges; ++x) {
     const auto t0 = std::chrono::steady_clock::now();
-    size_t sent = 0, got = 0;
-    if (allReduce) {
-      if (o.mode == Mode::kStaged) {
-        stagedOnce(side, out, in, o, ar);
-      } else {
-        allReduceOnce(side, out, in, o, ar);
-      }
-      sent = got = o.bytes;  // nothing left for the exchange loop below
-    }
-    while (sent < o.bytes || got < o.bytes) {
-      if (sent < o.bytes) {
-        const ssize_t k =
-            send(out, src.data() + sent % span, std::min(o.chunk, o.bytes - sent), MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (k > 0)
-          sent += static_cast<size_t>(k);
-        else if (k < 0 && errno != EAGAIN && errno != EINTR)
-          die("send");
-      }
-      if (got < o.bytes) {
-        const ssize_t k = recv(in, dst.data() + got % span, std::min(o.chunk, o.bytes - got), MSG_DONTWAIT);
-        if (k > 0) {
-          got += static_cast<size_t>(k);
-          if (o.quickack) setsockopt(in, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero));
-        } else if (k == 0) {
-          die("peer closed");
-        } else if (errno != EAGAIN && errno != EINTR) {
-          die("recv");
-        }
-      }
+    if (o.mode == Mode::kStaged) {
+      stagedOnce(side, out, in, o, ar);
+    } else if (o.mode == Mode::kAllReduce) {
+      allReduceOnce(side, out, in, o, ar);
+    } else {
+      exchangeOnce(out, in, o, src.data(), dst.data(), span);
     }
     const double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     // Line the two sides up for the next exchange (spinning: a blocking wake-up costs tens of us).
