@@ -218,9 +218,9 @@ void allReduceOnce(int side, int out, int in, const Options& o, AllReduceBuffers
   const char* input = reinterpret_cast<const char*>(b.in.data());
   char* output = reinterpret_cast<char*>(b.out.data());
   char* ring = reinterpret_cast<char*>(b.ring.data());
-  const size_t mine = side == 0 ? 0 : half;   // offset of the half this side reduces
-  const size_t theirs = half - mine;          // and of the other
-  size_t sent = 0, got = 0, reduced = 0;      // stream offsets (bytes); reduced: of this half
+  const size_t mine = side == 0 ? 0 : half;  // offset of the half this side reduces
+  const size_t theirs = half - mine;         // and of the other
+  size_t sent = 0, got = 0, reduced = 0;     // stream offsets (bytes); reduced: of this half
   while (sent < 2 * half || got < 2 * half) {
     if (sent < half) {
       sendSome(out, input + theirs + sent, std::min(o.chunk, half - sent), &sent);
