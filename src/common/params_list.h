@@ -21,6 +21,7 @@
   X(LlThreshold,    INT, "COLLCOMM_LL_THRESHOLD",   "-1",   "largest message (bytes) sent with LL; -1: planner default") \
   X(StreamThreshold, INT, "COLLCOMM_STREAM_THRESHOLD", "-1", "smallest message (bytes) whose results are written to user buffers with streaming stores, over NET too; -1: planner default") \
   X(StepStream,     STR, "COLLCOMM_STEP_STREAM",    "",     "large Simple-protocol FIFO steps written with streaming stores: auto (default: while the receiver finds the sender's core far, unless plain steps have timed faster there), always, or never") \
+  X(SendNowThreshold, INT, "COLLCOMM_SEND_NOW_THRESHOLD", "-1", "smallest Simple-protocol FIFO step (bytes) that a host executor hands to the network itself as soon as it publishes it over NET; -1: planner default (16 KiB)") \
   X(StepStreamThreshold, INT, "COLLCOMM_STEP_STREAM_THRESHOLD", "-1", "smallest message (bytes) whose Simple-protocol FIFO steps between ranks on one host are written with streaming stores; -1: planner default") \
   X(HostSimd,       STR, "COLLCOMM_HOST_SIMD",      "auto", "vector instructions of the host executor's reductions: auto (the widest the CPU has), avx512, avx2 or portable") \
   X(MinNchannels,   INT, "COLLCOMM_MIN_NCHANNELS",  "-1",   "least channels per collective; -1: planner default") \

@@ -12,7 +12,11 @@ HostWaitContext ccComm::waitContext(const char* opName) const {
   // phase (reading the clock costs as much as a whole small operation on some machines).
   ctx.timeoutSeconds = config.timeoutSeconds;
   ctx.spinCount = usesNet ? netSpinCount : spinCount;
-  if (usesNet) ctx.progress = proxyRoundHere;
+  if (usesNet) {
+    ctx.progress = proxyRoundHere;
+    ctx.sendNow = proxySendsHere;
+    ctx.sendNowMinBytes = tuner.sendNowThreshold;
+  }
   ctx.opName = opName;
   ctx.rank = rank;
   ctx.nranks = nranks;

@@ -146,6 +146,9 @@ struct SendConn {
   uint32_t llRingLines = 0;
   LlCursor llCursor;
   PeerRef peer;
+  // The proxy thread moves this connection's published steps (NET): the executor hands large
+  // Simple steps to it as soon as it publishes them (HostPlatform::stepPublished).
+  bool proxied = false;
 };
 
 // The receiving side's view of a connection.

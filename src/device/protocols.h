@@ -53,6 +53,7 @@ struct ProtoSimple {
       plat.storeRelease(&c.ctrl->simpleTail, c.simpleStep + 1);
     }
     c.simpleStep++;
+    if constexpr (requires { plat.stepPublished(c, bytes); }) plat.stepPublished(c, bytes);
   }
 
   template <class Platform>

@@ -34,6 +34,11 @@
 //   a cache (allreduce 1 MiB 59 -> 115, allgather 1 MiB 38 -> 59): hence the receiver's verdict.
 //   In a milder far phase (2026-11-25) streaming lost up to 4 MiB except for AllReduce; each
 //   communicator now learns which way is faster while far (plan/step_stream_choice.h).
+// - Over NET, a Simple step of 16 KiB or more goes to the network as soon as the executor
+//   publishes it (HostWaitContext::sendNow; 2026-11-25, 2 processes over loopback TCP, pairs of
+//   runs with it off and on, median ratio on/off): 16 MiB allreduce 0.942 out of place / 0.976
+//   in place near, 0.968 / 1.006 far; 2 MiB 0.95 / 0.96; 4-64 KiB even. Every step handed off
+//   cost 1 KiB 3-7% (0.2-0.4 us: a second lock round before the wait's), hence the threshold.
 // - Direct (single copy from the peers' buffers; 2026-11-23, 2 ranks, out-of-place / in-place us;
 //   docs/perf.md "Single-copy (Direct) collectives" has the tables and commands):
 //   * ranks as threads of one process (plain copies; best of 9 runs): AllGather, Broadcast and
@@ -118,6 +123,8 @@ Status loadTunerConfig(TunerConfig* out) {
   const int64_t stream = paramInt(Param::kStreamThreshold);
   if (stream >= 0)
     cfg.streamThreshold = cfg.netStreamThreshold = cfg.directStreamThreshold = static_cast<size_t>(stream);
+  const int64_t sendNow = paramInt(Param::kSendNowThreshold);
+  if (sendNow >= 0) cfg.sendNowThreshold = static_cast<size_t>(sendNow);
   const int64_t stepStream = paramInt(Param::kStepStreamThreshold);
   if (stepStream >= 0) cfg.stepStreamThreshold = static_cast<size_t>(stepStream);
   const std::string stepMode = paramStr(Param::kStepStream);

@@ -44,6 +44,10 @@ struct TunerConfig {
   // COLLCOMM_STEP_STREAM=always: stream those steps whatever the distance (=never: threshold
   // SIZE_MAX).
   bool stepStreamAlways = false;
+  // Smallest Simple step, in bytes, that a host executor sends over NET itself right after it
+  // publishes it (HostWaitContext::sendNow) rather than in the round of its next wait
+  // (COLLCOMM_SEND_NOW_THRESHOLD); tuner.cc.
+  size_t sendNowThreshold = size_t{16} << 10;
   // The same for the Direct algorithm, whose working set (no FIFOs, one copy) stays in cache
   // longer (COLLCOMM_STREAM_THRESHOLD sets both).
   size_t directStreamThreshold = size_t{16} << 20;

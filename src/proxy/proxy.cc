@@ -64,11 +64,13 @@ class Proxy {
   }
   void opEnd() { active_.fetch_sub(1, std::memory_order_acq_rel); }
 
-  // One round on the caller's thread, unless the proxy thread (or another caller) is in one.
+  // One round (of progress, or of progressSends) on the caller's thread, unless the proxy thread
+  // (or another caller) is in one.
+  template <bool kSendsOnly>
   bool roundHere() {
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
-    for (ProxyClient* c : clients_) (void)c->progress();
+    for (ProxyClient* c : clients_) (void)(kSendsOnly ? c->progressSends() : c->progress());
     hereRounds_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
@@ -153,6 +155,7 @@ ProxyActivity::~ProxyActivity() {
   proxy().opEnd();
   commOps_->fetch_sub(1, std::memory_order_relaxed);
 }
-bool proxyRoundHere() { return proxy().roundHere(); }
+bool proxyRoundHere() { return proxy().roundHere<false>(); }
+bool proxySendsHere() { return proxy().roundHere<true>(); }
 
 }  // namespace collcomm::detail

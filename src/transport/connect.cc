@@ -93,6 +93,7 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
     bindFifo(*r.send, (*r.mem)->base(), layout);
     r.send->simpleStepMax = desc.simpleStepMax;
     bindPeer(*r.send, me, peer, true);
+    r.send->proxied = t->proxied;
     *r.transportName = t->name;
     const uint8_t ack = 1;
     CC_CHECK(bootstrap.send(r.peer, r.tag | kAckTagBit, &ack, sizeof(ack), deadline));

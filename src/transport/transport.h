@@ -70,6 +70,9 @@ struct TransportOps {
   // of 64 bytes and at most its slot (NET: what the network moves without a short packet at the
   // end, net.h wholeSegmentBytes). Null: the whole slot.
   size_t (*stepMaxBytes)(const FifoLayout& layout);
+  // The proxy thread moves what the sender publishes (proxy/proxy.h); the sender's executor then
+  // hands large published steps over at once (SendConn::proxied).
+  bool proxied = false;
 };
 
 extern const TransportOps kP2pTransport;

@@ -55,6 +55,12 @@ struct HostWaitContext {
   // wait that runs rounds itself yields its core only every 16th poll (the proxy thread stands
   // aside meanwhile); one that finds a round under way yields at once.
   bool (*progress)() = nullptr;
+  // After a Simple step of at least sendNowMinBytes is published to a proxied connection (null:
+  // never): the process's network sends on the publishing thread (proxySendsHere), so the step
+  // leaves while it is still in this core's cache and the peer gets it without waiting for this
+  // side's next wait. Smaller steps are a small message's, whose next wait comes at once.
+  bool (*sendNow)() = nullptr;
+  size_t sendNowMinBytes = 0;
 };
 
 inline void cpuRelax() {
@@ -103,6 +109,11 @@ class HostPlatform {
   void reduceCopyStreaming(const Fn& fn, size_t n, const T* src0, bool pre0, const T* src1, bool pre1, T* dst0,
                            bool stream0, T* dst1, bool stream1, bool post) {
     collcomm::detail::reduceCopyStreaming(fn, n, src0, pre0, src1, pre1, dst0, stream0, dst1, stream1, post);
+  }
+
+  // A Simple step of `bytes` was published to `c` (protocols.h postSend).
+  void stepPublished(const SendConn& c, size_t bytes) {
+    if (c.proxied && ctx_.sendNow != nullptr && bytes >= ctx_.sendNowMinBytes) ctx_.sendNow();
   }
 
   void* sendStaging() { return sendStaging_; }

@@ -162,6 +162,11 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     return isSend_ ? progressSend() : progressRecv();
   }
 
+  bool progressSends() override {
+    if (!isSend_ || failed_ || comm_ == nullptr) return false;
+    return progressSend();
+  }
+
   bool hasWork() const override {
     if (failed_ || comm_ == nullptr) return false;
     if (!isSend_) return isGone(__atomic_load_n(&ctrl_->receiverState, __ATOMIC_ACQUIRE));
@@ -483,6 +488,7 @@ const TransportOps kNetTransport = {
     .attachFifo = netAttachFifo,
     .senderAttached = netSenderAttached,
     .stepMaxBytes = netStepMaxBytes,
+    .proxied = true,
 };
 
 }  // namespace collcomm::detail

@@ -96,6 +96,12 @@ TEST_F(NetIdleComm, PeerThatLeftWhileIdleIsNamedAtTheNextOperation) {
     float warm[2] = {1.0f, 2.0f};
     if (ccAllReduce(warm, warm, 2, ccFloat32, ccSum, other, nullptr) != ccSuccess)
       busy.fail("rank " + std::to_string(rank) + " warm-up: " + ccGetLastError(other));
+    // Rank 1's warm-up returns once its part is handed over, maybe before rank 0 has it; an abort
+    // right then would fail rank 0's warm-up. One operation on the busy communicator first: rank
+    // 0 joins it only after its warm-up ended.
+    float sync = 1.0f;
+    if (ccAllReduce(&sync, &sync, 1, ccFloat32, ccSum, comm, nullptr) != ccSuccess)
+      busy.fail("rank " + std::to_string(rank) + " sync: " + ccGetLastError(comm));
     if (rank == 1) ccCommAbort(other);
     if (std::string e = busyAllReduces(rank, comm, 4); !e.empty()) busy.fail("rank " + std::to_string(rank) + " " + e);
     if (rank == 0) {

@@ -71,10 +71,14 @@ TEST(Planner, EnvironmentForcesAndRejects) {
   setenv("COLLCOMM_STREAM_THRESHOLD", "0", 1);
   setenv("COLLCOMM_LL_THRESHOLD", "1024", 1);
   setenv("COLLCOMM_ONESHOT_THRESHOLD", "4096", 1);
+  setenv("COLLCOMM_SEND_NOW_THRESHOLD", "65536", 1);
   TunerConfig cfg = loaded();
   EXPECT_EQ(cfg.llThreshold, 1024u);
   EXPECT_EQ(cfg.oneShotThreshold, 4096u);
   EXPECT_EQ(cfg.oneShotNetThreshold, 4096u);  // one variable for both
+  EXPECT_EQ(cfg.sendNowThreshold, 65536u);
+  unsetenv("COLLCOMM_SEND_NOW_THRESHOLD");
+  EXPECT_EQ(loaded().sendNowThreshold, size_t{16} << 10);
   unsetenv("COLLCOMM_LL_THRESHOLD");
   unsetenv("COLLCOMM_ONESHOT_THRESHOLD");
   CollPlan p = planCollective(cfg, CollKind::kAllReduce, 1 << 30, 2, 1);
