@@ -272,12 +272,50 @@ CC_HD CC_FORCE_INLINE I saturatingToInt(double d) {
 
 // ---- conversions for every element type ---------------------------------------------------------
 
+// c ? a : b as a mask, so that the compiler keeps it a select (and a loop of them vectorises)
+// instead of branching around the float operations computed for one side only.
+CC_HD CC_FORCE_INLINE uint32_t selectBits(bool c, uint32_t a, uint32_t b) {
+  const uint32_t mask = 0u - static_cast<uint32_t>(c);
+  return (a & mask) | (b & ~mask);
+}
+
+// Half <-> float without branches (the same bits as narrowToFloatBits / the general rounding;
+// tests/unit/device/dtypes_test.cc), so loops over them vectorise. To float: a normal half moves
+// into place with its exponent rebiased (+112); a subnormal one is its code times 2^-24, an
+// exact integer conversion and product (no subnormal float on the way, so DAZ cannot touch it);
+// inf and NaN keep their payload.
+CC_HD CC_FORCE_INLINE uint32_t halfToFloatBits(uint32_t h) {
+  const uint32_t em = h & 0x7fffu;
+  const uint32_t normal = (em << 13) + (112u << 23);
+  const uint32_t special = 0x7f800000u | ((em & 0x3ffu) << 13);
+  const uint32_t subnormal = bitCast<uint32_t>(static_cast<float>(static_cast<int32_t>(em)) * 0x1p-24f);
+  return ((h & 0x8000u) << 16) | selectBits(em >= 0x7c00u, special, selectBits(em >= 0x0400u, normal, subnormal));
+}
+
+// From float, nearest even: at or above 2^-14 on the bits (a carry goes into the exponent, and
+// from 65520 up into the infinity code); below it, adding 0.5 puts the half subnormal's quantum
+// 2^-24 at float's last place, so the float add does the rounding (the current rounding mode:
+// nearest unless the application changed it). NaN: sign, top 10 payload bits, quiet when they
+// are 0 (narrowNan).
+CC_HD CC_FORCE_INLINE uint16_t halfFromFloatBits(uint32_t u) {
+  const uint32_t a = u & 0x7fffffffu;
+  const uint32_t normal = (a - (112u << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  const uint32_t subnormal = bitCast<uint32_t>(bitCast<float>(a) + 0.5f) - 0x3f000000u;
+  const uint32_t payload = (a >> 13) & 0x3ffu;
+  const uint32_t nan = 0x7c00u | selectBits(payload != 0, payload, 0x200u);
+  const uint32_t finite = selectBits(a >= 0x38800000u, selectBits(normal < 0x7c00u, normal, 0x7c00u), subnormal);
+  const uint32_t mag = selectBits(a > 0x7f800000u, nan, finite);
+  return static_cast<uint16_t>(((u >> 16) & 0x8000u) | mag);
+}
+
 // Exact for the narrow floats; a plain conversion otherwise.
 template <class T>
 CC_HD CC_FORCE_INLINE float toFloat(T x) {
   static_assert(kIsElementType<T>, "not an element type");
   if constexpr (std::is_same_v<T, Bfloat16>) {
     return bitCast<float>(static_cast<uint32_t>(x.bits) << 16);
+  } else if constexpr (std::is_same_v<T, Half>) {
+    return bitCast<float>(halfToFloatBits(x.bits));
   } else if constexpr (kIsNarrowFloat<T>) {
     return bitCast<float>(narrowToFloatBits<NarrowFormatOf<T>>(x.bits));
   } else {
@@ -313,12 +351,27 @@ CC_HD CC_FORCE_INLINE T fromDouble(double d) {
   }
 }
 
+// Bfloat16 is float's upper half: rounding to nearest even is an add on the bits (a carry into
+// the exponent gives the next binade, or inf past the largest finite), and a NaN keeps its sign
+// and top payload bits (narrowNan). Branch-free, so loops over it vectorise; the same bits as
+// the general path (tests/unit/device/dtypes_test.cc checks every code's neighbourhood).
+CC_HD CC_FORCE_INLINE uint16_t bfloat16FromFloatBits(uint32_t u) {
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t payload = (u >> 16) & 0x7fu;
+  const uint32_t nan = ((u >> 16) & 0xff80u) | (payload != 0 ? payload : 0x40u);
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
 // float -> double is exact, so this rounds once; NaNs are handled on the float's own bits
 // because a float -> double conversion would quiet a signaling NaN and change its bits.
 template <class T>
 CC_HD CC_FORCE_INLINE T fromFloat(float f) {
   static_assert(kIsElementType<T>, "not an element type");
-  if constexpr (kIsNarrowFloat<T>) {
+  if constexpr (std::is_same_v<T, Bfloat16>) {
+    return T{bfloat16FromFloatBits(bitCast<uint32_t>(f))};
+  } else if constexpr (std::is_same_v<T, Half>) {
+    return T{halfFromFloatBits(bitCast<uint32_t>(f))};
+  } else if constexpr (kIsNarrowFloat<T>) {
     using F = NarrowFormatOf<T>;
     using Bits = decltype(T::bits);
     const uint32_t u = bitCast<uint32_t>(f);

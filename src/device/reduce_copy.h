@@ -88,9 +88,10 @@ template <bool kSrc1, bool kPre0, bool kPre1, bool kPost, bool kDst1, class Fn, 
 CC_HD CC_FORCE_INLINE void reduceCopyLoopAtLevel(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0,
                                                  const T* src1, T* dst0, T* dst1) {
 #if CC_HOST_SIMD_DISPATCH
-  // The narrow floats convert through double element by element: wider vectors do not speed them
-  // up (half, bfloat16, fp8 sums alike at every level), so they have the one loop.
-  if constexpr (!kIsNarrowFloat<T>) {
+  // Fp8 converts through double element by element: wider vectors do not speed it up (its sums
+  // alike at every level), so it has the one loop. Half's and Bfloat16's conversions are
+  // branch-free and their sums float adds (reduce_ops.h): those vectorise.
+  if constexpr (!kIsNarrowFloat<T> || std::is_same_v<T, Bfloat16> || std::is_same_v<T, Half>) {
     switch (hostSimdLevel()) {
       case SimdLevel::kAvx512:
         return reduceCopyLoopAvx512<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, end, src0, src1, dst0, dst1);

@@ -18,6 +18,14 @@
 //   - Half/Bfloat16/Fp8 compute in double and round to T once per operation; a sum or product of
 //     two such values is exact in double, so this is the correctly rounded result that the GPU's
 //     __hadd/__hmul give (fp8 then rounds with saturation, as NCCL's __NV_SATFINITE does);
+//     Bfloat16 sums and Half sums and products compute in float, with the same result: a Half
+//     product is exact in float (22 bits, 2^-48..2^32); a sum is exact in float unless the
+//     exponents are more than 16 (Bfloat16) or 12 (Half) apart, and then the smaller operand is
+//     under a quarter of the larger's ulp in T, so neither rounding can land on or cross a tie
+//     of T. (Bfloat16 products stay in double: one that underflows float would round twice.)
+//     Their conversions to and from float are branch-free (dtypes.h), so these loops vectorise;
+//     a Bfloat16 subnormal result needs float subnormals (FTZ set by the application would
+//     flush it);
 //   - min/max on floating types are IEEE 754-2019 minimumNumber/maximumNumber: a NaN operand
 //     yields the other operand (like fminf/fmaxf and __hmin/__hmax) and -0 < +0, so the result
 //     does not depend on operand order.
@@ -76,7 +84,9 @@ CC_HD CC_FORCE_INLINE bool signBitOf(T x) {
 
 template <class T>
 CC_HD CC_FORCE_INLINE T addOf(T a, T b) {
-  if constexpr (kIsNarrowFloat<T>) {
+  if constexpr (std::is_same_v<T, Bfloat16> || std::is_same_v<T, Half>) {
+    return fromFloat<T>(toFloat(a) + toFloat(b));
+  } else if constexpr (kIsNarrowFloat<T>) {
     return fromDouble<T>(toDouble(a) + toDouble(b));
   } else if constexpr (std::is_floating_point_v<T>) {
     return a + b;
@@ -87,7 +97,13 @@ CC_HD CC_FORCE_INLINE T addOf(T a, T b) {
 
 template <class T>
 CC_HD CC_FORCE_INLINE T mulOf(T a, T b) {
-  if constexpr (kIsNarrowFloat<T>) {
+  if constexpr (std::is_same_v<T, Half>) {
+#if CC_DEVICE_COMPILE
+    return fromFloat<T>(__fmul_rn(toFloat(a), toFloat(b)));
+#else
+    return fromFloat<T>(toFloat(a) * toFloat(b));
+#endif
+  } else if constexpr (kIsNarrowFloat<T>) {
     return fromDouble<T>(toDouble(a) * toDouble(b));
 #if CC_DEVICE_COMPILE
   } else if constexpr (std::is_same_v<T, float>) {
@@ -135,9 +151,9 @@ struct FuncSum {
   static constexpr bool kHasPreOp = false;
   static constexpr bool kHasPostOp = false;
   CC_HD explicit FuncSum(uint64_t /*opArg*/ = 0) {}
-  CC_HD T reduce(T a, T b) const { return addOf(a, b); }
-  CC_HD T preOp(T x) const { return x; }
-  CC_HD T postOp(T x) const { return x; }
+  CC_HD CC_FORCE_INLINE T reduce(T a, T b) const { return addOf(a, b); }
+  CC_HD CC_FORCE_INLINE T preOp(T x) const { return x; }
+  CC_HD CC_FORCE_INLINE T postOp(T x) const { return x; }
 };
 
 template <class T>
@@ -145,9 +161,9 @@ struct FuncProd {
   static constexpr bool kHasPreOp = false;
   static constexpr bool kHasPostOp = false;
   CC_HD explicit FuncProd(uint64_t /*opArg*/ = 0) {}
-  CC_HD T reduce(T a, T b) const { return mulOf(a, b); }
-  CC_HD T preOp(T x) const { return x; }
-  CC_HD T postOp(T x) const { return x; }
+  CC_HD CC_FORCE_INLINE T reduce(T a, T b) const { return mulOf(a, b); }
+  CC_HD CC_FORCE_INLINE T preOp(T x) const { return x; }
+  CC_HD CC_FORCE_INLINE T postOp(T x) const { return x; }
 };
 
 template <class T>
@@ -155,9 +171,9 @@ struct FuncMax {
   static constexpr bool kHasPreOp = false;
   static constexpr bool kHasPostOp = false;
   CC_HD explicit FuncMax(uint64_t /*opArg*/ = 0) {}
-  CC_HD T reduce(T a, T b) const { return minMaxOf<true>(a, b); }
-  CC_HD T preOp(T x) const { return x; }
-  CC_HD T postOp(T x) const { return x; }
+  CC_HD CC_FORCE_INLINE T reduce(T a, T b) const { return minMaxOf<true>(a, b); }
+  CC_HD CC_FORCE_INLINE T preOp(T x) const { return x; }
+  CC_HD CC_FORCE_INLINE T postOp(T x) const { return x; }
 };
 
 template <class T>
@@ -165,9 +181,9 @@ struct FuncMin {
   static constexpr bool kHasPreOp = false;
   static constexpr bool kHasPostOp = false;
   CC_HD explicit FuncMin(uint64_t /*opArg*/ = 0) {}
-  CC_HD T reduce(T a, T b) const { return minMaxOf<false>(a, b); }
-  CC_HD T preOp(T x) const { return x; }
-  CC_HD T postOp(T x) const { return x; }
+  CC_HD CC_FORCE_INLINE T reduce(T a, T b) const { return minMaxOf<false>(a, b); }
+  CC_HD CC_FORCE_INLINE T preOp(T x) const { return x; }
+  CC_HD CC_FORCE_INLINE T postOp(T x) const { return x; }
 };
 
 // Sum of each rank's input times a scalar (ccRedOpCreatePreMulSum; ccAvg on floating types with
@@ -178,9 +194,9 @@ struct FuncPreMulSum {
   static constexpr bool kHasPreOp = true;
   static constexpr bool kHasPostOp = false;
   CC_HD explicit FuncPreMulSum(uint64_t opArg) : scalar_(bitCast<T>(static_cast<UintOfSize<sizeof(T)>>(opArg))) {}
-  CC_HD T reduce(T a, T b) const { return addOf(a, b); }
-  CC_HD T preOp(T x) const { return mulOf(x, scalar_); }
-  CC_HD T postOp(T x) const { return x; }
+  CC_HD CC_FORCE_INLINE T reduce(T a, T b) const { return addOf(a, b); }
+  CC_HD CC_FORCE_INLINE T preOp(T x) const { return mulOf(x, scalar_); }
+  CC_HD CC_FORCE_INLINE T postOp(T x) const { return x; }
 
  private:
   T scalar_;
@@ -193,9 +209,9 @@ struct FuncSumPostDiv {
   static constexpr bool kHasPreOp = false;
   static constexpr bool kHasPostOp = true;
   CC_HD explicit FuncSumPostDiv(uint64_t opArg) : divisor_(opArg) {}
-  CC_HD T reduce(T a, T b) const { return addOf(a, b); }
-  CC_HD T preOp(T x) const { return x; }
-  CC_HD T postOp(T x) const {
+  CC_HD CC_FORCE_INLINE T reduce(T a, T b) const { return addOf(a, b); }
+  CC_HD CC_FORCE_INLINE T preOp(T x) const { return x; }
+  CC_HD CC_FORCE_INLINE T postOp(T x) const {
     if constexpr (kIsFloating<T>) {
       return fromDouble<T>(toDouble(x) / static_cast<double>(divisor_));
     } else if constexpr (std::is_signed_v<T>) {

@@ -262,6 +262,61 @@ TEST(NarrowFloat, HalfMatchesCompilerFloat16) {
 }
 #endif
 
+// fromFloat<Bfloat16> rounds on the float's bits (bfloat16FromFloatBits); the general path rounds
+// the exact double once (fromDouble). Around every bfloat16 code (ties, one either side, the
+// ends of its range, some in between) and for every NaN pattern of the top bits they agree.
+TEST(NarrowFloat, Bfloat16FromFloatMatchesTheGeneralRounding) {
+  std::mt19937 rng(7);
+  for (uint32_t code = 0; code < 65536; ++code) {
+    const uint32_t lows[] = {
+        0, 1, 0x3fff, 0x7fff, 0x8000, 0x8001, 0xbfff, 0xffff, static_cast<uint32_t>(rng() & 0xffffu)};
+    for (uint32_t low : lows) {
+      const uint32_t u = code << 16 | low;
+      const float f = std::bit_cast<float>(u);
+      uint16_t want;
+      if (std::isnan(f)) {  // sign, all-ones exponent, the top 7 payload bits, quiet when they are 0
+        const uint32_t payload = (u >> 16) & 0x7f;
+        want = static_cast<uint16_t>((u >> 16 & 0xff80) | (payload != 0 ? payload : 0x40));
+      } else {
+        want = fromDouble<Bfloat16>(static_cast<double>(f)).bits;
+      }
+      ASSERT_EQ(fromFloat<Bfloat16>(f).bits, want) << std::hex << u;
+    }
+  }
+}
+
+// The same for Half (halfFromFloatBits): every code's value, the floats either side of it, the
+// ties between neighbouring codes and either side of them, from subnormals to past the largest
+// finite; and NaN patterns.
+TEST(NarrowFloat, HalfFromFloatMatchesTheGeneralRounding) {
+  auto check = [](uint32_t u) {
+    const float f = std::bit_cast<float>(u);
+    uint16_t want;
+    if (std::isnan(f)) {
+      const uint32_t payload = (u >> 13) & 0x3ff;
+      want = static_cast<uint16_t>((u >> 16 & 0x8000) | 0x7c00 | (payload != 0 ? payload : 0x200));
+    } else {
+      want = fromDouble<Half>(static_cast<double>(f)).bits;
+    }
+    return fromFloat<Half>(f).bits == want;
+  };
+  for (uint32_t code = 0; code < 0x7c00; ++code) {
+    for (uint32_t sign : {0u, 0x8000u}) {
+      const float v = toFloat(Half{static_cast<uint16_t>(sign | code)});
+      const float next = toFloat(Half{static_cast<uint16_t>(sign | (code + 1))});
+      const float tie = static_cast<float>((static_cast<double>(v) + static_cast<double>(next)) / 2);
+      for (float x : {v, tie})
+        for (int step = -2; step <= 2; ++step) {
+          const uint32_t u = std::bit_cast<uint32_t>(x) + static_cast<uint32_t>(step);
+          ASSERT_TRUE(check(u)) << std::hex << u;
+        }
+    }
+  }
+  for (uint32_t u : {0x7f800001u, 0x7fc00000u, 0xffc00000u, 0x7f802000u, 0x7fffffffu, 0x7f801fffu, 0x00000001u,
+                     0x33000000u, 0x33000001u, 0x477ff000u, 0x477fefffu, 0x7f7fffffu})
+    ASSERT_TRUE(check(u)) << std::hex << u;
+}
+
 TEST(IntegerConversions, SaturateAndTruncate) {
   EXPECT_EQ(fromDouble<int8_t>(127.9), 127);
   EXPECT_EQ(fromDouble<int8_t>(128.0), 127);

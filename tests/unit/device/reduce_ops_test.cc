@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "device/dtypes.h"
 #include "device/op_arg.h"
@@ -224,6 +225,59 @@ TEST(FloatOps, NarrowSumsAndProductsRoundOnce) {
   EXPECT_EQ(FuncProd<float>(0).reduce(0x1p100f, 0x1p100f), std::numeric_limits<float>::infinity());
   EXPECT_EQ(FuncSumPostDiv<float>(4).postOp(10.0f), 2.5f);
   EXPECT_EQ(FuncSumPostDiv<Half>(3).postOp(val<Half>(1)).bits, 0x3555);
+}
+
+// Bfloat16 sums and Half sums and products compute in float (reduce_ops.h); they must give the
+// bits of the exact result rounded once, which double computes (a Half sum or product and a
+// Bfloat16 sum of operands at most 45 binades apart are exact in double; farther apart, the
+// smaller is far below a tie either way). Operands: every pair of a set of special codes, then
+// random pairs, half of them with close exponents (where the result is inexact in T and ties
+// occur).
+template <class Fn, class T>
+void expectRoundedOnce(const char* what, const std::vector<uint16_t>& specials, uint16_t expMask, int mantBits,
+                       double (*exact)(double, double)) {
+  const Fn fn(0);
+  auto check = [&](uint16_t a, uint16_t b) {
+    const T x{a}, y{b};
+    const T want = fromDouble<T>(exact(toDouble(x), toDouble(y)));
+    const T got = fn.reduce(x, y);
+    if (isNan(want)) return isNan(got);
+    return got.bits == want.bits;
+  };
+  for (uint16_t a : specials)
+    for (uint16_t b : specials) ASSERT_TRUE(check(a, b)) << what << std::hex << a << ", " << b;
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(state >> 33);
+  };
+  const uint32_t one = 1u << mantBits;  // one binade in the code
+  for (int i = 0; i < 1 << 22; ++i) {
+    const uint32_t r = next(), s = next();
+    const uint16_t a = static_cast<uint16_t>(r);
+    // Odd draws: b within 8 binades of a (random sign and mantissa).
+    const uint32_t exp = ((a & expMask) + (s >> 16 & 0xf) * one - 8 * one) & expMask;
+    const uint16_t near = static_cast<uint16_t>((s & ~static_cast<uint32_t>(expMask) & 0xffff) | exp);
+    const uint16_t b = (i & 1) ? near : static_cast<uint16_t>(r >> 16);
+    ASSERT_TRUE(check(a, b)) << what << std::hex << a << ", " << b;
+  }
+}
+
+TEST(FloatOps, NarrowArithmeticInFloatRoundsLikeTheExactResult) {
+  std::vector<uint16_t> bf, half;
+  for (uint16_t sign : {0x0000, 0x8000}) {
+    for (uint16_t mag : {0x0000, 0x0001, 0x0002, 0x007f, 0x0080, 0x0081, 0x00ff, 0x0100, 0x3f80, 0x3f81, 0x3fff,
+                         0x4000, 0x4b00, 0x4b7f, 0x3380, 0x3b80, 0x7f00, 0x7f7e, 0x7f7f, 0x7f80, 0x7f81, 0x7fc0})
+      bf.push_back(static_cast<uint16_t>(sign | mag));
+    for (uint16_t mag : {0x0000, 0x0001, 0x0002, 0x01ff, 0x0200, 0x03ff, 0x0400, 0x0401, 0x07ff, 0x0800, 0x1000, 0x1001,
+                         0x3c00, 0x3c01, 0x3fff, 0x4000, 0x6400, 0x67ff, 0x7bfe, 0x7bff, 0x7c00, 0x7c01, 0x7e00})
+      half.push_back(static_cast<uint16_t>(sign | mag));
+  }
+  auto add = [](double x, double y) { return x + y; };
+  auto mul = [](double x, double y) { return x * y; };
+  expectRoundedOnce<FuncSum<Bfloat16>, Bfloat16>("bfloat16 sum ", bf, 0x7f80, 7, add);
+  expectRoundedOnce<FuncSum<Half>, Half>("half sum ", half, 0x7c00, 10, add);
+  expectRoundedOnce<FuncProd<Half>, Half>("half product ", half, 0x7c00, 10, mul);
 }
 
 TEST(OpArg, PublicOpsMap) {
