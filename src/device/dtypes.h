@@ -173,6 +173,10 @@ struct NarrowFormatOf<Fp8E5M2> : NarrowFormat<5, 2, true, true> {};
 template <class T>
 inline constexpr bool kIsNarrowFloat =
     std::is_same_v<T, Half> || std::is_same_v<T, Bfloat16> || std::is_same_v<T, Fp8E4M3> || std::is_same_v<T, Fp8E5M2>;
+// The narrow floats with branch-free conversions to and from float (halfToFloatBits and the
+// others below): their sums (and Half's products) compute in float and vectorise (reduce_ops.h).
+template <class T>
+inline constexpr bool kIsFloatBacked = std::is_same_v<T, Half> || std::is_same_v<T, Bfloat16>;
 template <class T>
 inline constexpr bool kIsFloating = kIsNarrowFloat<T> || std::is_same_v<T, float> || std::is_same_v<T, double>;
 template <class T>

@@ -91,7 +91,7 @@ CC_HD CC_FORCE_INLINE void reduceCopyLoopAtLevel(const Fn& fn, size_t begin, siz
   // Fp8 converts through double element by element: wider vectors do not speed it up (its sums
   // alike at every level), so it has the one loop. Half's and Bfloat16's conversions are
   // branch-free and their sums float adds (reduce_ops.h): those vectorise.
-  if constexpr (!kIsNarrowFloat<T> || std::is_same_v<T, Bfloat16> || std::is_same_v<T, Half>) {
+  if constexpr (!kIsNarrowFloat<T> || kIsFloatBacked<T>) {
     switch (hostSimdLevel()) {
       case SimdLevel::kAvx512:
         return reduceCopyLoopAvx512<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, end, src0, src1, dst0, dst1);

@@ -84,7 +84,7 @@ CC_HD CC_FORCE_INLINE bool signBitOf(T x) {
 
 template <class T>
 CC_HD CC_FORCE_INLINE T addOf(T a, T b) {
-  if constexpr (std::is_same_v<T, Bfloat16> || std::is_same_v<T, Half>) {
+  if constexpr (kIsFloatBacked<T>) {
     return fromFloat<T>(toFloat(a) + toFloat(b));
   } else if constexpr (kIsNarrowFloat<T>) {
     return fromDouble<T>(toDouble(a) + toDouble(b));
@@ -98,11 +98,7 @@ CC_HD CC_FORCE_INLINE T addOf(T a, T b) {
 template <class T>
 CC_HD CC_FORCE_INLINE T mulOf(T a, T b) {
   if constexpr (std::is_same_v<T, Half>) {
-#if CC_DEVICE_COMPILE
-    return fromFloat<T>(__fmul_rn(toFloat(a), toFloat(b)));
-#else
-    return fromFloat<T>(toFloat(a) * toFloat(b));
-#endif
+    return fromFloat<T>(toFloat(a) * toFloat(b));  // exact: nothing to fuse or round twice
   } else if constexpr (kIsNarrowFloat<T>) {
     return fromDouble<T>(toDouble(a) * toDouble(b));
 #if CC_DEVICE_COMPILE

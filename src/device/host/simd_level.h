@@ -3,12 +3,12 @@
 //
 // The library is built for the x86-64 baseline (SSE2), so that it runs on every x86-64 CPU. The
 // element loop of reduceCopy (device/reduce_copy.h) is also compiled for AVX2 and for AVX-512
-// (except for the narrow floats, which no vector width speeds up) and the widest one this CPU and
-// OS support is taken at run time; COLLCOMM_HOST_SIMD picks a
-// narrower one (auto, avx512, avx2 or portable). All levels give the same bits: they are the same
-// loop, every operation rounded as written (the library is built with -ffp-contract=off, so no
-// product is fused into a sum where AVX-512 has the instruction for it). Other architectures have
-// the portable level only.
+// (except for fp8, which converts through double and no vector width speeds up) and the widest
+// one this CPU and OS support is taken at run time; COLLCOMM_HOST_SIMD picks a narrower one
+// (auto, avx512, avx2 or portable). All levels give the same bits: they are the same loop, every
+// operation rounded as written (the library is built with -ffp-contract=off, so no product is
+// fused into a sum where AVX-512 has the instruction for it). Other architectures have the
+// portable level only.
 #pragma once
 
 #include <atomic>

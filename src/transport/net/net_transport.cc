@@ -162,10 +162,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     return isSend_ ? progressSend() : progressRecv();
   }
 
-  bool progressSends() override {
-    if (!isSend_ || failed_ || comm_ == nullptr) return false;
-    return progressSend();
-  }
+  bool progressSends() override { return isSend_ && progress(); }
 
   bool hasWork() const override {
     if (failed_ || comm_ == nullptr) return false;
