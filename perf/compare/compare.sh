@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # compare.sh - collcomm's host collectives against Open MPI, MPICH and Gloo, back to back, in one
-# session on one machine (the rule in ../shared/peers/README.md and docs/perf.md).
+# session on one machine (the rule in docs/perf.md).
 #
 #   bash perf/compare/compare.sh                              # everything, 3 repetitions
 #   CASES=shm OPS=allreduce REPS=1 bash perf/compare/compare.sh   # a quick look
 #
 # Steps: (1) build collcomm (RelWithDebInfo, CUDA off, Ninja) into $BUILD_DIR; (2) build the peer
-# benchmarks from $PEERS_DIR (never modified) into $BUILD_DIR/peers; (3) run collcomm and the
-# peers on the same sizes, repetitions interleaved; (4) write a markdown table of medians to
-# $OUT_DIR/compare.md (and stdout), raw outputs in $OUT_DIR/raw/. Exit status 1 when any build
-# or run failed (each failed run shows as FAILED with its log in the table).
+# benchmarks of $PEERS_DIR (perf/compare/peers: peers/build.sh) into $BUILD_DIR/peers; (3) run
+# collcomm and the peers on the same sizes, repetitions interleaved; (4) write a markdown table of
+# medians to $OUT_DIR/compare.md (and stdout), raw outputs in $OUT_DIR/raw/. Exit status 1 when any
+# build or run failed (each failed run shows as FAILED with its log in the table).
 #
 # Cases (all float32 sum; time = mean per op of the slowest rank, collcomm with -a 3 to match):
 #   shm      2 processes pinned one per core over shared memory: collcomm (ccrun --bind core) vs
@@ -20,7 +20,7 @@
 #            transport) vs Open MPI TCP (btl tcp on lo) and Gloo TCP (ring); allreduce
 #
 # Environment (defaults in brackets):
-#   BUILD_DIR [$REPO/build-compare]  PEERS_DIR [$REPO/../shared/peers]  OUT_DIR [/tmp/collcomm-compare]
+#   BUILD_DIR [$REPO/build-compare]  PEERS_DIR [$HERE/peers]  OUT_DIR [/tmp/collcomm-compare]
 #   SIZES [8,1K,64K,1M,16M,256M] (K/M/G = powers of 1024)   CASES [shm,oversub,net]
 #   OPS [allreduce,allgather,broadcast,reduce_scatter] (also bcast, reducescatter)
 #   PEERS [ompi,mpich,gloo]      REPS [3]      OVERSUB_MAX [16M]
@@ -33,7 +33,7 @@ set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build-compare}"
-PEERS_DIR="${PEERS_DIR:-$REPO/../shared/peers}"
+PEERS_DIR="${PEERS_DIR:-$HERE/peers}"
 OUT_DIR="${OUT_DIR:-/tmp/collcomm-compare}"
 SIZES="${SIZES:-8,1K,64K,1M,16M,256M}"
 CASES="${CASES:-shm,oversub,net}"
@@ -137,7 +137,7 @@ done
 
 # ------------------------------------------------------------ 2. build the peers
 PEERS_DIR="$(cd "$PEERS_DIR" 2>/dev/null && pwd)" || die "PEERS_DIR not found"
-[[ -f "$PEERS_DIR/mpi_allreduce_bench.cpp" ]] || die "$PEERS_DIR/mpi_allreduce_bench.cpp not found"
+[[ -f "$PEERS_DIR/build.sh" ]] || die "$PEERS_DIR/build.sh not found"
 PB="$BUILD_DIR/peers"
 mkdir -p "$PB"
 need_mpich=0; need_gloo=0
@@ -164,23 +164,13 @@ fi
 
 declare -A PEER_BIN=([ompi]="$PB/mpi_bench.openmpi" [mpich]="$PB/mpi_bench.mpich" [gloo]="$PB/gloo_bench")
 declare -A PEER_BUILD_LOG=()
-build_peer() {  # build_peer NAME SRC CMD... (the commands of run_baselines.sh); rebuilt when older than SRC
-  local name="$1" src="$PEERS_DIR/$2" bin="${PEER_BIN[$1]}"; shift 2
-  local blog="$RAW/build-$name.log"
-  PEER_BUILD_LOG[$name]="$blog"
-  if [[ -x "$bin" && "$bin" -nt "$src" ]]; then echo "up to date: $bin" >"$blog"; return 0; fi
-  log "building $name: $*"
-  (cd "$PEERS_DIR" && echo "# cmd: $*" && timeout 600 "$@") >"$blog" 2>&1 </dev/null
-  local rc=$?
-  if ((rc != 0)); then
-    rm -f "$bin"
-    log "  FAILED to build $name (rc=$rc), see $blog"
-    build_failures=$((build_failures + 1))
-  fi
-}
-build_peer ompi mpi_allreduce_bench.cpp mpicxx.openmpi -O2 -std=c++17 -o "${PEER_BIN[ompi]}" mpi_allreduce_bench.cpp
-((need_mpich)) && build_peer mpich mpi_allreduce_bench.cpp mpicxx.mpich -O2 -std=c++17 -o "${PEER_BIN[mpich]}" mpi_allreduce_bench.cpp
-((need_gloo)) && build_peer gloo gloo_allreduce_bench.cpp g++ -O2 -std=c++17 -pthread -o "${PEER_BIN[gloo]}" gloo_allreduce_bench.cpp -lgloo
+PEER_NAMES=(ompi)
+((need_mpich)) && PEER_NAMES+=(mpich)
+((need_gloo)) && PEER_NAMES+=(gloo)
+for name in "${PEER_NAMES[@]}"; do PEER_BUILD_LOG[$name]="$RAW/build-$name.log"; done
+log "building the peers: ${PEER_NAMES[*]}"
+bash "$PEERS_DIR/build.sh" "$PB" "$RAW" "${PEER_NAMES[@]}"
+build_failures=$((build_failures + $?))
 build_tool() {  # build_tool NAME: $PB/NAME from $HERE/NAME.cc, unless it is there and newer
   [[ -x "$PB/$1" && ! "$PB/$1" -ot "$HERE/$1.cc" ]] && return 0
   g++ -O2 -std=c++17 -pthread -o "$PB/$1" "$HERE/$1.cc" >"$RAW/build-$1.log" 2>&1
