@@ -432,7 +432,7 @@ def main():
           + ".")
         if far_cells[0]:
             w(f"‡k: k of the cell's repetitions started or ended with the CPUs far apart ({far_cells[0]} cells); "
-              "cross-core hand-offs cost several times more then (docs/host_data_path.md, \"This VM's two phases\").")
+              "cross-core hand-offs cost several times more then (docs/performance.md, \"The development VM's two phases\").")
         w("")
         if phase_rows:
             w("The ‡ cells phase by phase: medians over the near repetitions and over the far ones (their count "

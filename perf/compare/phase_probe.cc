@@ -2,7 +2,7 @@
 // each, pass one cache line back and forth and the program prints the mean round trip:
 //   phase_probe_rt_ns 104.2
 // ~100 ns when the vCPUs share a cache, ~500 ns when the hypervisor has put them on different dies
-// (docs/host_data_path.md, "This VM's two phases"). compare.sh runs it before and after every
+// (docs/performance.md, "The development VM's two phases"). compare.sh runs it before and after every
 // benchmark command. Usage: phase_probe [round trips, default 20000] (~2-10 ms).
 #include <pthread.h>
 #include <sched.h>

@@ -4,7 +4,7 @@
 //   socket_floor bytes=16777216 sockets=2 buffers=hot chunk=130944 exchanges=40: min 2934.5 us,
 //   median 3297.1 us, mean 3391.0 us   (one line)
 // A library's allreduce over the same loopback moves as many bytes each way (two ranks: a ring or a
-// one-shot send 1x the vector each way), so this is the floor it sits on (docs/net.md). With
+// one-shot send 1x the vector each way), so this is the floor it sits on (docs/lab/2026-11-25.md). With
 // -m allreduce the two sides run the least-copy two-rank allreduce of float sums instead (below).
 //
 // Usage: socket_floor [options]
