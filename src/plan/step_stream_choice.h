@@ -2,8 +2,8 @@
 //
 // While the receiver finds this core far (device/host/core_distance.h), the sender may write its
 // large FIFO steps with streaming stores. What that buys depends on the kind of far phase, which
-// the receiver's one timed load cannot tell apart (docs/host_data_path.md, "This VM's two
-// phases"): in one, streamed steps win 5-6x for every collective; in the other, they win 2x for
+// the receiver's one timed load cannot tell apart (docs/lab/2026-11-25.md, "Two kinds of far
+// phase"): in one, streamed steps win 5-6x for every collective; in the other, they win 2x for
 // AllReduce and lose 1.2-2x for Broadcast, AllGather and ReduceScatter up to 4 MiB. So each
 // communicator times its far operations both ways, per collective and size (a power of two), and
 // keeps the faster, trying the other again now and then: a run of kRun operations every

@@ -38,7 +38,7 @@ bool proxyRoundHere();
 // The same with progressSends() instead of progress(): an executor calls it right after it
 // publishes a large step to a proxied connection, so the step leaves while its lines are in this
 // core's cache and the peer's wait ends sooner (loopback NET, 16 MiB out-of-place allreduce: 6%
-// faster; docs/net.md, 2026-11-25 evening).
+// faster; docs/lab/2026-11-25.md, evening).
 bool proxySendsHere();
 // Returns once the proxy thread no longer touches `client`.
 void proxyRemove(ProxyClient* client);

@@ -13,8 +13,8 @@ namespace {
 
 // In nanoseconds, as this load measures them (timestamps included): one that takes less hit a cache
 // of this core; an average above kFarNs means the writer's line crossed dies, below kNearNs (once
-// far) it is near again; the gap keeps the verdict from flapping. Measured on the 2-vCPU AMD VM,
-// 2026-11-24: 33-37 ns between cores that share a cache, ~150 ns while the vCPUs sit apart.
+// far) it is near again; the gap keeps the verdict from flapping. Between cores that share a cache
+// this load takes 33-37 ns, ~150 ns across dies (docs/lab/2026-11-24.md).
 constexpr double kMissNs = 25;
 constexpr double kFarNs = 90;
 constexpr double kNearNs = 60;

@@ -4,8 +4,8 @@
 // (a VM whose vCPUs the hypervisor places apart, for tens of seconds at a time) take ~150 ns, and
 // stream it far slower than memory does. Then a FIFO step written with plain stores, which the reader pulls out of the
 // writer's cache line by line, is several times slower than one written with streaming stores,
-// which goes through memory (2026-11-24, 2 processes, broadcast 4 MiB: 2057 -> 326 us); near,
-// streaming loses (allreduce 1 MiB: 59 -> 115 us). So the receiver times one load it makes anyway:
+// which goes through memory (broadcast 4 MiB 6x faster); near, streaming loses (allreduce 1 MiB
+// 2x slower; docs/lab/2026-11-24.md). So the receiver times one load it makes anyway:
 // the step's size word, which the sender wrote with a plain store just before publishing the
 // step, so the load is a miss on a line dirty in the sender's cache (when it hits, nothing is
 // learned). A running average of those loads says near or far; the receiver tells the sender

@@ -444,7 +444,7 @@ bool netCanConnect(const PeerInfo&, const PeerInfo&) { return true; }
 
 // Simple steps the network moves in whole packets (net.h wholeSegmentBytes): on loopback a 128 KiB
 // step with its header left a 122-byte third segment, and the steps sized to two full ones made a
-// 16 MiB allreduce about 8% faster (docs/net.md).
+// 16 MiB allreduce about 8% faster (docs/lab/2026-11-24.md, "Whole segments").
 size_t netStepMaxBytes(const FifoLayout& layout) {
   const NetOpsV1& net = socketNet();
   if (net.wholeSegmentBytes == nullptr) return 0;
