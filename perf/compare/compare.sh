@@ -143,24 +143,12 @@ mkdir -p "$PB"
 need_mpich=0; need_gloo=0
 has_case shm && [[ -n "${WANT_PEER[mpich]:-}" ]] && need_mpich=1
 has_case net && has_op allreduce && [[ -n "${WANT_PEER[gloo]:-}" ]] && need_gloo=1
-need_pkgs=()
-# The compiler wrappers can be present without the headers (openmpi-bin without libopenmpi-dev),
-# so the -dev package is checked by name.
-installed() { [[ "$(dpkg-query -W -f '${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]; }
-command -v mpirun.openmpi >/dev/null && installed libopenmpi-dev || need_pkgs+=(openmpi-bin libopenmpi-dev)
-if ((need_mpich)); then
-  command -v mpirun.mpich >/dev/null && installed libmpich-dev || need_pkgs+=(mpich libmpich-dev)
-fi
-if ((need_gloo)); then [[ -f /usr/include/gloo/allreduce.h ]] || need_pkgs+=(libgloo-dev); fi
-if ((${#need_pkgs[@]})); then
-  if [[ "${NO_APT:-0}" == 1 || $EUID -ne 0 ]]; then
-    log "missing packages: ${need_pkgs[*]} (apt-get install ${need_pkgs[*]}); their runs will fail"
-  else
-    log "installing ${need_pkgs[*]}"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        "${need_pkgs[@]}"; } >"$RAW/apt.log" 2>&1 || log "apt-get install failed, see $RAW/apt.log"
-  fi
-fi
+# Packages are checked by name: the compiler wrappers can be present without the headers
+# (openmpi-bin without libopenmpi-dev).
+need_pkgs=(openmpi-bin libopenmpi-dev)
+((need_mpich)) && need_pkgs+=(mpich libmpich-dev)
+((need_gloo)) && need_pkgs+=(libgloo-dev)
+bash "$PEERS_DIR/install_packages.sh" "$RAW/apt.log" "${need_pkgs[@]}" || log "their runs will fail"
 
 declare -A PEER_BIN=([ompi]="$PB/mpi_bench.openmpi" [mpich]="$PB/mpi_bench.mpich" [gloo]="$PB/gloo_bench")
 declare -A PEER_BUILD_LOG=()

@@ -62,18 +62,8 @@ config_cmd() {  # config_cmd CONFIG: its command, one word per line
 
 failures=0
 if [[ "${SUMMARY_ONLY:-0}" != 1 ]]; then
-  missing=()
-  installed() { [[ "$(dpkg-query -W -f '${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]; }
-  for p in openmpi-bin libopenmpi-dev mpich libmpich-dev libgloo-dev; do installed "$p" || missing+=("$p"); done
-  if ((${#missing[@]})); then
-    if [[ "${NO_APT:-0}" == 1 || $EUID -ne 0 ]]; then
-      log "missing packages: ${missing[*]} (apt-get install ${missing[*]}); what needs them will fail"
-    else
-      log "installing ${missing[*]}"
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-          "${missing[@]}"; } >/dev/null 2>&1 || log "apt-get install failed"
-    fi
-  fi
+  mkdir -p "$BUILD"
+  bash "$HERE/install_packages.sh" "$BUILD/apt.log" openmpi-bin libopenmpi-dev mpich libmpich-dev libgloo-dev
   log "building into $BUILD"
   bash "$HERE/build.sh" "$BUILD" "$BUILD" ompi mpich gloo membw wake || failures=$((failures + $?))
 
