@@ -136,5 +136,43 @@ TEST(LaunchIdShare, ReaderWithoutRankZeroGivesUp) {
   EXPECT_NE(res.err.find("rank 1 waited 1 s for rank 0"), std::string::npos) << res.err;
 }
 
+// ccLaunchCommInit: the three ranks of a Slurm step join in one call each.
+TEST(LaunchCommInit, SlurmRanksJoinInOneCall) {
+  Watchdog watchdog(120, "LaunchCommInit.SlurmRanksJoinInOneCall");
+  char dir[] = "/tmp/cc_launch_test_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/job.id";
+  const std::string job = uniqueJobId();
+  std::vector<std::unique_ptr<Command>> ranks(kRanks);
+  for (int r = 0; r < kRanks; ++r)
+    ranks[r] = std::make_unique<Command>(
+        childArgv(), childEnv(slurmEnv(r, job), {"CC_LAUNCH_TEST_INIT=launch", "COLLCOMM_ID_FILE=" + path}));
+  for (int r = 0; r < kRanks; ++r) {
+    CommandResult res = ranks[r]->wait(60);
+    EXPECT_EQ(res.exitCode(), 0) << "rank " << r << " stdout:\n" << res.out << "stderr:\n" << res.err;
+    EXPECT_NE(res.out.find("rank " + std::to_string(r) + " of 3 via slurm (launched 1)\nsum 6"), std::string::npos)
+        << res.out;
+  }
+  rmdir(dir);
+}
+
+// Started without a launcher, a program is a job of one (like an MPI singleton).
+TEST(LaunchCommInit, AloneIsAJobOfOne) {
+  Watchdog watchdog(60, "LaunchCommInit.AloneIsAJobOfOne");
+  CommandResult res = runCommand(childArgv(), childEnv({}, {"CC_LAUNCH_TEST_INIT=launch"}), 30);
+  EXPECT_EQ(res.exitCode(), 0) << res.err;
+  EXPECT_NE(res.out.find("rank 0 of 1 via none (launched 0)\nsum 1"), std::string::npos) << res.out;
+}
+
+// Inconsistent launcher variables fail the call with a sentence, before any communicator exists.
+TEST(LaunchCommInit, InconsistentLauncherVariablesAreRefused) {
+  Watchdog watchdog(60, "LaunchCommInit.InconsistentLauncherVariablesAreRefused");
+  CommandResult res = runCommand(
+      childArgv(), childEnv({"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=3"}, {"CC_LAUNCH_TEST_INIT=launch"}), 30);
+  EXPECT_EQ(res.exitCode(), kChildShareFailed + ccInvalidUsage) << res.err;
+  EXPECT_NE(res.err.find("OMPI_COMM_WORLD_RANK=3 is not a rank of a job of OMPI_COMM_WORLD_SIZE=3"), std::string::npos)
+      << res.err;
+}
+
 }  // namespace
 }  // namespace collcomm::test
