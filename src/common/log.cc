@@ -156,18 +156,9 @@ LogConfig& config() {
 }
 
 const char* levelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kVersion:
-      return "VERSION";
-    case LogLevel::kWarn:
-      return "WARN";
-    case LogLevel::kInfo:
-      return "INFO";
-    case LogLevel::kTrace:
-      return "TRACE";
-    default:
-      return "";
-  }
+  for (const auto& n : kLevelNames)
+    if (n.level == level) return n.name;
+  return "";
 }
 
 }  // namespace

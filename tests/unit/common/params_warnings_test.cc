@@ -1,8 +1,8 @@
 // Misconfiguration is never silent: a value a COLLCOMM_* variable does not accept, an unknown
 // COLLCOMM_DEBUG level or subsystem, and an unknown COLLCOMM_* name each warn on stderr whatever
 // COLLCOMM_DEBUG says, once per process; COLLCOMM_DEBUG=VERSION prints the version banner once.
-// Each case runs in a fresh process (this binary again, as ParamsChild.ReadEverything), because the
-// warnings and the log configuration are once per process.
+// Each case runs in a fresh process (this binary again, as the ParamsChild environment), because
+// the warnings and the log configuration are once per process.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -24,20 +24,28 @@ using test::CommandResult;
 
 constexpr const char* kChildVariable = "CC_PARAMS_TEST_CHILD";
 
-// The child: reads every variable twice, every way, then logs once (which reads the log
-// configuration), and says it finished.
-TEST(ParamsChild, ReadEverything) {
-  if (getenv(kChildVariable) == nullptr) GTEST_SKIP() << "runs only as the child of the tests below";
-  for (int round = 0; round < 2; ++round)
-    for (int i = 0; i < static_cast<int>(Param::kCount); ++i) {
-      const Param p = static_cast<Param>(i);
-      if (paramInfo(p).isInt) (void)paramInt(p);
-      (void)paramStr(p);
-      (void)paramIsSet(p);
-    }
-  CC_INFO(kSubsysInit, "child logged");
-  printf("child done\n");
-}
+// The child, a gtest global environment that acts (and exits) before any test runs when
+// CC_PARAMS_TEST_CHILD is set: reads every variable twice, every way, then logs once (which reads
+// the log configuration), and says it finished.
+class ParamsChild : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (getenv(kChildVariable) == nullptr) return;
+    for (int round = 0; round < 2; ++round)
+      for (int i = 0; i < static_cast<int>(Param::kCount); ++i) {
+        const Param p = static_cast<Param>(i);
+        if (paramInfo(p).isInt) (void)paramInt(p);
+        (void)paramStr(p);
+        (void)paramIsSet(p);
+      }
+    CC_INFO(kSubsysInit, "child logged");
+    printf("child done\n");
+    fflush(stdout);
+    exit(0);
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const g_paramsChild = ::testing::AddGlobalTestEnvironment(new ParamsChild);
 
 // This binary as the child, with no COLLCOMM_* variable but `vars`.
 CommandResult runChild(const std::vector<std::string>& vars) {
@@ -46,7 +54,7 @@ CommandResult runChild(const std::vector<std::string>& vars) {
     if (e.rfind("COLLCOMM_", 0) != 0) env.push_back(e);
   env.push_back(std::string(kChildVariable) + "=1");
   env.insert(env.end(), vars.begin(), vars.end());
-  CommandResult r = test::runCommand({test::selfPath(), "--gtest_filter=ParamsChild.ReadEverything"}, env, 60);
+  CommandResult r = test::runCommand({test::selfPath(), "--gtest_filter=Params.IntegerParsingAndDefaults"}, env, 60);
   EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
   EXPECT_NE(r.out.find("child done"), std::string::npos) << r.out;
   return r;
