@@ -3,7 +3,7 @@
  */
 #include "example_ranks.h"
 
-#include <launch_env.h>
+#include <collcomm_launch.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,9 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "version_text.h" /* the --version line every collcomm tool prints */
+
 #define MAX_THREADS 64
-/* Seconds a launched rank waits for rank 0 to publish the job's id. */
-#define SHARE_ID_TIMEOUT 60
+/* Seconds a launched rank waits for the job to form (rank 0's id included). */
+#define LAUNCH_TIMEOUT 60
 
 static pthread_mutex_t printLock = PTHREAD_MUTEX_INITIALIZER;
 /* Under ccrun, which prefixes every line with "[rank] " itself, examplePrintf adds no prefix. */
@@ -84,19 +86,15 @@ static int runThreads(int n, ExampleRankFn fn) {
 }
 
 /* Returns this rank's failure; *anyFailed: whether any rank failed (agreed with an all-reduce). */
-static int runLaunched(const ccLaunchInfo* info, ExampleRankFn fn, int* anyFailed) {
-  ccUniqueId id;
+static int runLaunched(ExampleRankFn fn, int* anyFailed) {
+  ccConfig_t config = CC_CONFIG_INITIALIZER;
+  ccLaunchInfo info;
   ccComm_t comm;
-  if (ccLaunchShareId(info, &id, SHARE_ID_TIMEOUT) != ccSuccess) return 1; /* it printed why */
-  ccResult_t r = ccCommInitRank(&comm, info->size, id, info->rank);
-  if (r != ccSuccess) {
-    fprintf(stderr, "rank %d: ccCommInitRank failed: %s: %s\n", info->rank, ccGetErrorString(r), ccGetLastError(NULL));
-    return 1;
-  }
-  int failed = fn(info->rank, info->size, comm) != 0;
+  config.timeout = LAUNCH_TIMEOUT;
+  if (ccLaunchCommInit(&comm, &config, &info) != ccSuccess) return 1; /* it printed why */
+  int failed = fn(info.rank, info.size, comm) != 0;
   if (ccAllReduce(&failed, anyFailed, 1, ccInt32, ccMax, comm, NULL) != ccSuccess) *anyFailed = 1;
-  r = ccCommDestroy(comm);
-  return failed || r != ccSuccess;
+  return ccCommDestroy(comm) != ccSuccess || failed;
 }
 
 int exampleRun(int argc, char** argv, const char* name, int defaultThreads, int minRanks, ExampleRankFn fn) {
@@ -104,8 +102,10 @@ int exampleRun(int argc, char** argv, const char* name, int defaultThreads, int 
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) {
       threads = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--version") == 0) {
+      return ccPrintToolVersion(name);
     } else {
-      fprintf(stderr, "usage: %s [-t THREADS]   (or start it with ccrun -n N / mpirun -n N)\n", name);
+      fprintf(stderr, "usage: %s [-t THREADS] [--version]   (or start it with ccrun -n N / mpirun -n N)\n", name);
       return 2;
     }
   }
@@ -123,7 +123,7 @@ int exampleRun(int argc, char** argv, const char* name, int defaultThreads, int 
     return 2;
   }
   int anyFailed = 1;
-  int failed = info.launched ? runLaunched(&info, fn, &anyFailed) : (anyFailed = runThreads(nranks, fn));
+  int failed = info.launched ? runLaunched(fn, &anyFailed) : (anyFailed = runThreads(nranks, fn));
   if (!info.launched || info.rank == 0)
     printf("%s on %d ranks (%s): %s\n", name, nranks, info.launched ? info.launcher : "threads",
            (failed || anyFailed) ? "FAILED" : "correct");

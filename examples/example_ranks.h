@@ -3,8 +3,8 @@
  *
  * Started alone, a program runs its ranks as threads of one process: `-t N` (default: the example's
  * choice) host communicators from ccCommInitAll, one thread each. Started by a launcher — ccrun,
- * Open MPI's or MPICH's mpirun, srun — each process is one rank: launch_env.h says which, shares
- * the job's ccUniqueId, and the rank joins with ccCommInitRank. The rank's function cannot tell
+ * Open MPI's or MPICH's mpirun, srun — each process is one rank and joins its job with one call,
+ * ccLaunchCommInit (collcomm_launch.h). The rank's function cannot tell
  * the difference: it gets its rank, the rank count and a host communicator either way.
  */
 #ifndef COLLCOMM_EXAMPLE_RANKS_H_
@@ -15,7 +15,7 @@
 /* One rank's work. Returns 0 when everything it checked was right. Called on its own thread. */
 typedef int (*ExampleRankFn)(int rank, int nranks, ccComm_t comm);
 
-/* Parses `-t N` (threads; refused under a launcher) from argv, makes the communicators, calls fn
+/* Parses `-t N` (threads; refused under a launcher) and `--version` from argv, makes the communicators, calls fn
  * once per rank, frees the communicators. minRanks: the least ranks the example works with.
  * Returns main's exit status: 0 when every rank returned 0, else 1 (2 for bad usage). */
 int exampleRun(int argc, char** argv, const char* name, int defaultThreads, int minRanks, ExampleRankFn fn);

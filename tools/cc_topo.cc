@@ -7,6 +7,7 @@
 #include "common/status.h"
 #include "topo/report.h"
 #include "topo/topo.h"
+#include "version_text.h"
 
 using namespace collcomm::detail;
 
@@ -18,7 +19,8 @@ void usage(FILE* f) {
                "  --topo FILE  read this NCCL-format topology XML instead of detecting the machine\n"
                "               (default: COLLCOMM_TOPO_FILE if set, else detection)\n"
                "  --json       print one JSON object instead of the tree and matrices\n"
-               "  --dump FILE  also write the topology used as NCCL-format XML\n");
+               "  --dump FILE  also write the topology used as NCCL-format XML\n"
+               "  --version    the collcomm version cc-topo runs with\n");
 }
 
 }  // namespace
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
+    } else if (a == "--version") {
+      return ccPrintToolVersion("cc-topo");
     } else {
       std::fprintf(stderr, "cc-topo: unknown or incomplete argument '%s'\n", a.c_str());
       usage(stderr);

@@ -97,7 +97,10 @@ bool parseOps(const char* text, std::vector<int>* out) {
   return !out->empty();
 }
 
-// Long names as nccl-tests spells them, plus our two additions (-J, -I).
+// --version has no letter, so that none of nccl-tests' is taken.
+constexpr int kVersionOption = 0x100;
+
+// Long names as nccl-tests spells them, plus our additions (-J, -I, --version).
 const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"ngpus", required_argument, nullptr, 'g'},
                                {"minbytes", required_argument, nullptr, 'b'},
@@ -123,6 +126,7 @@ const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"output_file", required_argument, nullptr, 'J'},
                                {"per_iter_timing", required_argument, nullptr, 'I'},
                                {"help", no_argument, nullptr, 'h'},
+                               {"version", no_argument, nullptr, kVersionOption},
                                {nullptr, 0, nullptr, 0}};
 const char kShortOptions[] = "+t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:R:J:I:h";
 
@@ -161,6 +165,7 @@ void printUsage(FILE* f, const char* program) {
           "\t[-J,--output_file <file>]  also write JSON lines (one object per line) to <file>; '-' = stdout only\n"
           "\t[-I,--per_iter_timing <0/1>]  add per-iteration latency columns: min, p50, p99, max (default 0)\n"
           "\t[-h,--help]\n"
+          "\t[--version]  the collcomm version this binary runs with\n"
           "Ranks = processes (from ccrun, mpirun or srun) x threads. COLLCOMM_DEBUG=INFO adds the algorithm,\n"
           "protocol and channels the library chose for each size. Exit status: 0 when every check passed.\n",
           program);
@@ -266,6 +271,8 @@ ParseStatus parseOptions(int argc, char** argv, Options* o, std::string* error) 
         break;
       case 'h':
         return ParseStatus::kHelp;
+      case kVersionOption:
+        return ParseStatus::kVersion;
       default: {
         char opt[3] = {'-', static_cast<char>(optopt), '\0'};
         if (optopt == 0) {

@@ -53,7 +53,7 @@ struct Options {
   bool allRoots = false;
 };
 
-enum class ParseStatus { kRun, kHelp, kError };
+enum class ParseStatus { kRun, kHelp, kVersion, kError };
 
 // Parses argv into *out. kError leaves a one-line reason in *error.
 ParseStatus parseOptions(int argc, char** argv, Options* out, std::string* error);

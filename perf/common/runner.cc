@@ -28,6 +28,7 @@
 #include "common/report.h"
 #include "common/stats.h"
 #include "common/team.h"
+#include "version_text.h"
 
 namespace collcomm::perf {
 namespace {
@@ -361,6 +362,8 @@ int perfMain(int argc, char** argv, const Collective& coll) {
     case ParseStatus::kHelp:
       printUsage(stdout, coll.program);
       return 0;
+    case ParseStatus::kVersion:
+      return ccPrintToolVersion(coll.program);
     case ParseStatus::kError:
       fprintf(stderr, "%s: %s\n", coll.program, error.c_str());
       printUsage(stderr, coll.program);

@@ -6,7 +6,7 @@
 #include "common/fail.h"
 
 #if CC_PERF_HAVE_LAUNCH
-#include "launch/launch_env.h"
+#include "collcomm_launch.h"
 #endif
 
 namespace collcomm::perf {

@@ -1,4 +1,5 @@
-// Logging: COLLCOMM_DEBUG=WARN|INFO|TRACE, COLLCOMM_DEBUG_SUBSYS (comma list, ^ to exclude),
+// Logging: COLLCOMM_DEBUG=VERSION|WARN|INFO|TRACE (each level prints the version banner once, at
+// the first log check of the process), COLLCOMM_DEBUG_SUBSYS (comma list, ^ to exclude),
 // COLLCOMM_DEBUG_FILE (%h host, %p pid). Setup/control tier only; the data path never logs.
 #pragma once
 
@@ -35,13 +36,17 @@ inline bool logEnabled(LogLevel level, uint32_t subsys) {
 }
 void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
+// One line on stderr whatever COLLCOMM_DEBUG says (same format, no file:line), for what the user
+// must not miss: a setting that is not accepted. Reads no log configuration, so the configuration's
+// own reading may use it.
+void logAlways(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 }  // namespace collcomm::detail
 
-#define CC_LOG(level, subsys, ...)                                                              \
-  do {                                                                                          \
-    if (::collcomm::detail::logEnabled((level), (subsys)))                                      \
-      ::collcomm::detail::logMessage((level), (subsys), __FILE__, __LINE__, __VA_ARGS__);       \
+#define CC_LOG(level, subsys, ...)                                                        \
+  do {                                                                                    \
+    if (::collcomm::detail::logEnabled((level), (subsys)))                                \
+      ::collcomm::detail::logMessage((level), (subsys), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define CC_WARN(...) CC_LOG(::collcomm::detail::LogLevel::kWarn, ::collcomm::detail::kSubsysAll, __VA_ARGS__)
 #define CC_INFO(subsys, ...) CC_LOG(::collcomm::detail::LogLevel::kInfo, (subsys), __VA_ARGS__)

@@ -36,5 +36,41 @@
   X(NvbDisable,     INT, "COLLCOMM_NVB_DISABLE",    "0",    "1: no GPU-GPU NVLink paths through an intermediate GPU (NVB)") \
   X(SocketNthreads, INT, "COLLCOMM_SOCKET_NTHREADS", "-1", "helper threads per NET socket connection (0: all data on the control socket); -1: by link speed, none below 4 CPUs") \
   X(NsocksPerthread, INT, "COLLCOMM_NSOCKS_PERTHREAD", "-1", "data sockets per helper thread of a NET socket connection; -1: by link speed") \
-  X(Hostid,         STR, "COLLCOMM_HOSTID",         "",     "host identity replacing hostname+boot id in the same-host test (containers, network namespaces, tests)")
+  X(Hostid,         STR, "COLLCOMM_HOSTID",         "",     "host identity replacing hostname+boot id in the same-host test (containers, network namespaces, tests)") \
+  X(IdFile,         STR, "COLLCOMM_ID_FILE",        "",     "read by libcollcomm_launch only: the file where rank 0 of a launched job publishes its id (default: under /tmp, named after the job)")
+
+// The values a variable accepts, where not every integer (INT) or every text (STR) is one. A value
+// outside them warns, always, naming what is used instead (the default), and counts as unset.
+// COLLCOMM_DEBUG and COLLCOMM_DEBUG_SUBSYS are checked by log.cc, which owns their words;
+// COLLCOMM_PROTO, COLLCOMM_ALGO and COLLCOMM_STEP_STREAM fail communicator creation instead
+// (plan/tuner.cc), which is louder still.
+// X(id, least, most): an INT's range.
+#define CC_PARAM_RANGES(X) \
+  X(Timeout,        1, INT32_MAX) \
+  X(P2pDisable,     0, 1) \
+  X(ShmDisable,     0, 1) \
+  X(CmaDisable,     0, 1) \
+  X(TopoMerge,      0, 1) \
+  X(PxnDisable,     0, 1) \
+  X(NvbDisable,     0, 1) \
+  X(Buffsize,       1, INT32_MAX) \
+  X(LlBuffsize,     1, INT32_MAX) \
+  X(OneshotThreshold, -1, INT64_MAX) \
+  X(DirectThreshold, -1, INT64_MAX) \
+  X(LlThreshold,    -1, INT64_MAX) \
+  X(StreamThreshold, -1, INT64_MAX) \
+  X(SendNowThreshold, -1, INT64_MAX) \
+  X(StepStreamThreshold, -1, INT64_MAX) \
+  X(MinNchannels,   -1, 64) \
+  X(MaxNchannels,   -1, 64) \
+  X(SpinCount,      0, INT32_MAX) \
+  X(SocketNthreads, -1, 16) \
+  X(NsocksPerthread, -1, 64)
+// X(id, "word|word|..."): a STR's words (matched ignoring case; the value read is the word as
+// spelled here).
+#define CC_PARAM_WORDS(X) \
+  X(SocketFamily,   "AF_INET|AF_INET6") \
+  X(HostSimd,       "auto|avx512|avx2|portable") \
+  X(P2pLevel,       "LOC|NVL|NVB|PIX|PXB|PHB|SYS") \
+  X(NetGdrLevel,    "LOC|NVL|NVB|PIX|PXB|PHB|SYS")
 // clang-format on

@@ -4,7 +4,7 @@
 //
 // ccrun makes the job's ccUniqueId itself (the rendezvous service lives in ccrun for the job) and
 // gives every rank CCRUN_RANK, CCRUN_SIZE, CCRUN_LOCAL_RANK, CCRUN_LOCAL_SIZE and CCRUN_UNIQUE_ID
-// (hex), which launch_env.h reads. Each rank's stdout/stderr comes out on ccrun's, one whole line
+// (hex), which collcomm_launch.h reads. Each rank's stdout/stderr comes out on ccrun's, one whole line
 // at a time, prefixed "[rank] ". The first rank that fails (non-zero exit or a signal) ends the
 // job: the others get SIGTERM, then SIGKILL after the grace period, ccrun names the rank and how
 // it failed, and exits with its status (128+signal for a signal). --timeout ends the job the same
@@ -31,8 +31,9 @@
 #include <vector>
 
 #include "collcomm.h"
-#include "launch_env.h"
+#include "collcomm_launch.h"
 #include "line_forwarder.h"
+#include "version_text.h"
 
 extern char** environ;
 
@@ -50,18 +51,21 @@ constexpr auto kDrainLimit = std::chrono::seconds(2);
 
 const char kUsage[] =
     "usage: ccrun -n N [--bind core|none] [--timeout S] [--grace S] [--] PROGRAM [ARGS...]\n"
+    "       ccrun --version\n"
     "\n"
     "Starts N processes of PROGRAM as the ranks of one collcomm job on this host.\n"
     "\n"
     "  -n, --nranks N    number of ranks (1..4096)\n"
-    "  --bind core|none  core: pin rank r to the r-th allowed core (round robin); none (default)\n"
+    "  --bind core|none  core: pin rank r to the r-th allowed core; with more ranks than cores,\n"
+    "                    cores are shared round robin (ccrun says so); none (default)\n"
     "  --timeout S       end the job after S seconds (exit status 124); default: no limit\n"
     "  --grace S         seconds between SIGTERM and SIGKILL when ending the job (default 3)\n"
     "  -h, --help        this text\n"
+    "  --version         the collcomm version ccrun runs with\n"
     "\n"
     "Each rank gets CCRUN_RANK, CCRUN_SIZE, CCRUN_LOCAL_RANK, CCRUN_LOCAL_SIZE and CCRUN_UNIQUE_ID\n"
     "(the job's ccUniqueId in hex, made by ccrun, whose rendezvous service serves the job); programs\n"
-    "read them with ccLaunchDetect/ccLaunchShareId (tools/launch/launch_env.h). Ranks' stdin is\n"
+    "read them with ccLaunchCommInit (collcomm_launch.h, libcollcomm_launch). Ranks' stdin is\n"
     "/dev/null; their stdout and stderr come out on ccrun's, each line prefixed \"[rank] \".\n"
     "\n"
     "Exit status: 0 when every rank exits 0; else the first failing rank's exit status, or 128+N\n"
@@ -101,10 +105,13 @@ bool parseSeconds(const char* text, double* out) {
 
 // Returns -1 to go on, else the exit status (0 for -h).
 int parseOptions(int argc, char** argv, Options* o) {
-  static const option kLong[] = {
-      {"nranks", required_argument, nullptr, 'n'},  {"bind", required_argument, nullptr, 'b'},
-      {"timeout", required_argument, nullptr, 't'}, {"grace", required_argument, nullptr, 'g'},
-      {"help", no_argument, nullptr, 'h'},          {nullptr, 0, nullptr, 0}};
+  static const option kLong[] = {{"nranks", required_argument, nullptr, 'n'},
+                                 {"bind", required_argument, nullptr, 'b'},
+                                 {"timeout", required_argument, nullptr, 't'},
+                                 {"grace", required_argument, nullptr, 'g'},
+                                 {"help", no_argument, nullptr, 'h'},
+                                 {"version", no_argument, nullptr, 'V'},
+                                 {nullptr, 0, nullptr, 0}};
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, "+n:h", kLong, nullptr)) != -1) {
@@ -136,6 +143,8 @@ int parseOptions(int argc, char** argv, Options* o) {
       case 'h':
         fputs(kUsage, stdout);
         return 0;
+      case 'V':
+        return ccPrintToolVersion("ccrun");
       default:
         say("unknown or incomplete option '%s' (ccrun -h shows the usage)", argv[optind - 1]);
         return kStatusUsage;
@@ -277,6 +286,12 @@ class Job {
 
   int run(const std::string& idHex) {
     const std::vector<int> cores = o_.bindCore ? allowedCores() : std::vector<int>{};
+    // Two ranks on one core take turns: each waits a scheduler slice for the other, which slows
+    // every collective by orders of magnitude. Binding still happens, as asked, round robin.
+    if (cores.size() > 0 && static_cast<size_t>(o_.nranks) > cores.size())
+      say("warning: --bind core with %d ranks but %zu allowed cores: binding round robin, so ranks share cores "
+          "(rank r on allowed core r mod %zu) and run far slower; use --bind none or at most %zu ranks",
+          o_.nranks, cores.size(), cores.size(), cores.size());
     for (int r = 0; r < o_.nranks; ++r) {
       const int core = cores.empty() ? -1 : cores[r % cores.size()];
       const int err = spawnRank(o_, r, idHex, core, &ranks_[r]);

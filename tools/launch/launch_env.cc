@@ -1,4 +1,4 @@
-// The launch environment (launch_env.h): which launcher started this process, and how the ranks of
+// The launch environment (collcomm_launch.h): which launcher started this process, and how the ranks of
 // one job agree on a ccUniqueId. Setup tier: runs once per communicator, before ccCommInitRank.
 //
 // Launcher variables, as the launchers set them (checked by running them on Debian 12):
@@ -19,8 +19,6 @@
 // to a temporary file and renames it over the path, so a reader sees all of it or nothing. A
 // reader accepts only the line of its own job and call, so a stale file (a killed earlier job, the
 // previous communicator of this job) is never taken; rank 0 removes its files when it exits.
-#include "launch_env.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -38,6 +36,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "collcomm_launch.h"
 
 namespace {
 

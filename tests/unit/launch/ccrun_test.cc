@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "collcomm.h"
 #include "rank_child.h"
 #include "support/watchdog.h"
 
@@ -126,6 +128,28 @@ TEST_F(Ccrun, BindCorePinsRanksRoundRobin) {
     const std::string want = "[" + std::to_string(rank) + "] cpus " + std::to_string(cores[rank % cores.size()]) + "\n";
     EXPECT_NE(r.out.find(want), std::string::npos) << want << r.out;
   }
+  // More ranks than cores: said once, with the count of each and what to do instead.
+  const std::string warning = "ccrun: warning: --bind core with " + std::to_string(n) + " ranks but " +
+                              std::to_string(cores.size()) + " allowed cores: binding round robin";
+  EXPECT_NE(r.err.find(warning), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("use --bind none or at most " + std::to_string(cores.size()) + " ranks"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(Ccrun, BindCoreWithACoreEachDoesNotWarn) {
+  Watchdog watchdog(60, "Ccrun.BindCoreWithACoreEachDoesNotWarn");
+  CommandResult r = ccrunShell({"-n", "1", "--bind", "core"}, "true");
+  ASSERT_EQ(r.exitCode(), 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+}
+
+TEST_F(Ccrun, Version) {
+  Watchdog watchdog(60, "Ccrun.Version");
+  CommandResult r = runCommand({kCcrun, "--version"}, cleanEnvironment(), 20);
+  EXPECT_EQ(r.exitCode(), 0) << r.err;
+  char want[64];
+  snprintf(want, sizeof(want), "ccrun (collcomm version %d.%d.%d%s)\n", CC_MAJOR, CC_MINOR, CC_PATCH, CC_SUFFIX);
+  EXPECT_EQ(r.out, want);
 }
 
 TEST_F(Ccrun, UsageErrors) {

@@ -85,6 +85,20 @@ bool exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
+// A COLLCOMM_ID_FILE path in a fresh directory, removed (when empty, as rank 0 leaves it) after.
+class TempIdFile {
+ public:
+  TempIdFile() {
+    if (mkdtemp(dir_) != nullptr) path_ = std::string(dir_) + "/job.id";
+  }
+  ~TempIdFile() { rmdir(dir_); }
+  const std::string& path() const { return path_; }  // "" when the directory could not be made
+
+ private:
+  char dir_[32] = "/tmp/cc_launch_test_XXXXXX";
+  std::string path_;
+};
+
 TEST(LaunchIdShare, OpenMpiRanksShareThroughTmp) {
   Watchdog watchdog(120, "LaunchIdShare.OpenMpiRanksShareThroughTmp");
   const std::string job = uniqueJobId();
@@ -99,21 +113,19 @@ TEST(LaunchIdShare, PmiRanksShare) {
 
 TEST(LaunchIdShare, SlurmRanksShareThroughIdFile) {
   Watchdog watchdog(120, "LaunchIdShare.SlurmRanksShareThroughIdFile");
-  char dir[] = "/tmp/cc_launch_test_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/job.id";
-  runJob(slurmEnv, uniqueJobId(), {"COLLCOMM_ID_FILE=" + path});
-  EXPECT_FALSE(exists(path));
-  rmdir(dir);
+  TempIdFile file;
+  ASSERT_NE(file.path(), "");
+  runJob(slurmEnv, uniqueJobId(), {"COLLCOMM_ID_FILE=" + file.path()});
+  EXPECT_FALSE(exists(file.path()));
 }
 
 // A file left by a killed job with the same path (and even the same job key) is not taken: the
 // readers wait for rank 0's line, and all agree on it.
 TEST(LaunchIdShare, StaleFileIsIgnored) {
   Watchdog watchdog(120, "LaunchIdShare.StaleFileIsIgnored");
-  char dir[] = "/tmp/cc_launch_test_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/job.id";
+  TempIdFile file;
+  ASSERT_NE(file.path(), "");
+  const std::string& path = file.path();
   const std::string job = uniqueJobId();
   const std::string staleHex(2 * CC_UNIQUE_ID_BYTES, 'a');
   {
@@ -122,7 +134,6 @@ TEST(LaunchIdShare, StaleFileIsIgnored) {
   }
   const std::string id = runJob(openMpiEnv, job, {"COLLCOMM_ID_FILE=" + path}, 500);
   EXPECT_NE(id, "id " + staleHex);
-  rmdir(dir);
 }
 
 TEST(LaunchIdShare, ReaderWithoutRankZeroGivesUp) {
@@ -134,6 +145,42 @@ TEST(LaunchIdShare, ReaderWithoutRankZeroGivesUp) {
   EXPECT_LT(res.seconds, 10);
   EXPECT_NE(res.err.find("/tmp/collcomm-openmpi-" + job + ".id"), std::string::npos) << res.err;
   EXPECT_NE(res.err.find("rank 1 waited 1 s for rank 0"), std::string::npos) << res.err;
+}
+
+// ccLaunchCommInit: the three ranks of a Slurm step join in one call each.
+TEST(LaunchCommInit, SlurmRanksJoinInOneCall) {
+  Watchdog watchdog(120, "LaunchCommInit.SlurmRanksJoinInOneCall");
+  TempIdFile file;
+  ASSERT_NE(file.path(), "");
+  const std::string job = uniqueJobId();
+  std::vector<std::unique_ptr<Command>> ranks(kRanks);
+  for (int r = 0; r < kRanks; ++r)
+    ranks[r] = std::make_unique<Command>(
+        childArgv(), childEnv(slurmEnv(r, job), {"CC_LAUNCH_TEST_INIT=launch", "COLLCOMM_ID_FILE=" + file.path()}));
+  for (int r = 0; r < kRanks; ++r) {
+    CommandResult res = ranks[r]->wait(60);
+    EXPECT_EQ(res.exitCode(), 0) << "rank " << r << " stdout:\n" << res.out << "stderr:\n" << res.err;
+    EXPECT_NE(res.out.find("rank " + std::to_string(r) + " of 3 via slurm (launched 1)\nsum 6"), std::string::npos)
+        << res.out;
+  }
+}
+
+// Started without a launcher, a program is a job of one (like an MPI singleton).
+TEST(LaunchCommInit, AloneIsAJobOfOne) {
+  Watchdog watchdog(60, "LaunchCommInit.AloneIsAJobOfOne");
+  CommandResult res = runCommand(childArgv(), childEnv({}, {"CC_LAUNCH_TEST_INIT=launch"}), 30);
+  EXPECT_EQ(res.exitCode(), 0) << res.err;
+  EXPECT_NE(res.out.find("rank 0 of 1 via none (launched 0)\nsum 1"), std::string::npos) << res.out;
+}
+
+// Inconsistent launcher variables fail the call with a sentence, before any communicator exists.
+TEST(LaunchCommInit, InconsistentLauncherVariablesAreRefused) {
+  Watchdog watchdog(60, "LaunchCommInit.InconsistentLauncherVariablesAreRefused");
+  CommandResult res = runCommand(
+      childArgv(), childEnv({"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=3"}, {"CC_LAUNCH_TEST_INIT=launch"}), 30);
+  EXPECT_EQ(res.exitCode(), kChildShareFailed + ccInvalidUsage) << res.err;
+  EXPECT_NE(res.err.find("OMPI_COMM_WORLD_RANK=3 is not a rank of a job of OMPI_COMM_WORLD_SIZE=3"), std::string::npos)
+      << res.err;
 }
 
 }  // namespace

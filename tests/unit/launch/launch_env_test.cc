@@ -1,7 +1,5 @@
 // launch_env: launcher detection from each launcher's variables (set in this process), id
 // encoding, and where each launcher's job publishes its id.
-#include "../../../tools/launch/launch_env.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,6 +7,8 @@
 #include <cstring>
 #include <map>
 #include <string>
+
+#include "collcomm_launch.h"
 
 namespace collcomm::test {
 namespace {

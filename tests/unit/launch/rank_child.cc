@@ -6,16 +6,34 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
-#include "../../../tools/launch/launch_env.h"
 #include "collcomm.h"
+#include "collcomm_launch.h"
 #include "support/watchdog.h"
 
 namespace collcomm::test {
 namespace {
 
+// CC_LAUNCH_TEST_INIT=launch: the one call, then the same all-reduce.
+int playRankInOneCall() {
+  ccLaunchInfo info;
+  ccComm_t comm = nullptr;
+  const ccResult_t r = ccLaunchCommInit(&comm, nullptr, &info);
+  if (r != ccSuccess) return kChildShareFailed + r;
+  int mine = info.rank + 1, sum = 0, count = 0;
+  const bool reduced = ccAllReduce(&mine, &sum, 1, ccInt32, ccSum, comm, nullptr) == ccSuccess;
+  printf("rank %d of %d via %s (launched %d)\nsum %d\n", info.rank, info.size, info.launcher, info.launched, sum);
+  fflush(stdout);
+  const bool ok =
+      reduced && ccCommCount(comm, &count) == ccSuccess && count == info.size && sum == info.size * (info.size + 1) / 2;
+  return (ccCommDestroy(comm) == ccSuccess && ok) ? 0 : 40;
+}
+
 int playRank() {
   Watchdog watchdog(60, "launch test child rank");
+  const char* init = getenv("CC_LAUNCH_TEST_INIT");
+  if (init != nullptr && strcmp(init, "launch") == 0) return playRankInOneCall();
   ccLaunchInfo info;
   if (ccLaunchDetect(&info) != ccSuccess) return 20;
   const char* timeoutText = getenv("CC_LAUNCH_TEST_TIMEOUT");
@@ -26,7 +44,6 @@ int playRank() {
   ccLaunchEncodeId(&id, hex);
   printf("id %s\nrank %d of %d via %s\n", hex, info.rank, info.size, info.launcher);
   fflush(stdout);
-  const char* init = getenv("CC_LAUNCH_TEST_INIT");
   if (init != nullptr && init[0] == '0') return 0;
 
   ccComm_t comm = nullptr;

@@ -3,7 +3,8 @@
 // then plays one rank instead of running tests:
 //   ccLaunchDetect, ccLaunchShareId (CC_LAUNCH_TEST_TIMEOUT seconds, default 20), prints
 //   "id <hex>"; unless CC_LAUNCH_TEST_INIT=0 also ccCommInitRank + an all-reduce of rank+1,
-//   printing "sum <S>".
+//   printing "sum <S>". CC_LAUNCH_TEST_INIT=launch: ccLaunchCommInit instead of all three, then the
+//   same all-reduce, printing "rank <r> of <n> via <launcher> (launched <0|1>)" and "sum <S>".
 // Exit status: 0 when all held; 20 detect failed; 30 + ccResult_t when sharing the id failed;
 // 40 when init or the all-reduce failed or gave a wrong sum; 124 from its watchdog.
 #pragma once

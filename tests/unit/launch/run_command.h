@@ -30,7 +30,7 @@ struct CommandResult {
   int exitCode() const { return WIFEXITED(waitStatus) ? WEXITSTATUS(waitStatus) : -1; }
 };
 
-// Variables of the launchers launch_env.h understands (and the id file's), which a child must not
+// Variables of the launchers collcomm_launch.h understands (and the id file's), which a child must not
 // inherit from whatever started the test.
 inline bool isLauncherVariable(const char* entry) {
   static const char* kPrefixes[] = {
