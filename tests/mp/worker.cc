@@ -5,14 +5,17 @@
 //
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
 // environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
-// sweep, p2p, die, die-mid, linkdown, hang (see the functions below).
+// sweep, p2p, die, die-mid, linkdown, once, hang (see the functions below).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
 // 2 for bad command-line use; 3 (die scenarios, also with a FAIL line) when everything held except
 // that the error sentence named another rank than the dead one; 9 is the rank the die scenarios
 // kill on purpose; 124 from the watchdog (the scenario did not finish in time).
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -125,6 +128,18 @@ int runSweep(ccComm_t comm, int rank, int nranks) {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   say("%zu cases passed in %.1f s", cases.size(), s);
+  return 0;
+}
+
+// ---- once: many processes, each under the default descriptor limit, init and one AllReduce ----
+
+// The soft RLIMIT_NOFILE most systems start processes with; workerMain sets it before init.
+constexpr rlim_t kDefaultFdLimit = 1024;
+
+int runOnce(ccComm_t comm, int rank, int nranks) {
+  const std::string f = runCase(comm, rank, nranks, CaseSpec{Coll::kAllReduce, ccInt32, ccSum, 1001, false, 0});
+  if (!f.empty()) return fail(f);
+  if (rank == 0) say("AllReduce of 1001 int32 over %d processes exact", nranks);
   return 0;
 }
 
@@ -386,7 +401,7 @@ int workerMain(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
     fprintf(stderr,
-            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|hang --nranks=N --rank=R [--id=HEX|commid]\n"
+            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|hang --nranks=N --rank=R [--id=HEX|commid]\n"
             "       [--watchdog=SECONDS]\n"
             "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
             argv[0]);
@@ -412,9 +427,16 @@ int workerMain(int argc, char** argv) {
                                         : a.scenario == "die"     ? runDieEarly
                                         : a.scenario == "die-mid" ? runDieMid
                                         : a.scenario == "linkdown" ? runLinkDown
+                                        : a.scenario == "once"     ? runOnce
                                                                   : nullptr;
   if (scenario == nullptr)
-    return fail("unknown scenario \"" + a.scenario + "\" (sweep, p2p, die, die-mid, linkdown or hang)");
+    return fail("unknown scenario \"" + a.scenario + "\" (sweep, p2p, die, die-mid, linkdown, once or hang)");
+  if (a.scenario == "once") {
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = std::min(kDefaultFdLimit, limit.rlim_max);
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return fail(std::string("setrlimit: ") + strerror(errno));
+  }
   // Ends this process with a message if the scenario hangs; the driver's own deadline is later.
   Watchdog dog(a.watchdogSeconds, g_label);
   ccComm_t comm = nullptr;
