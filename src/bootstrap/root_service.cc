@@ -3,6 +3,7 @@
 #include "bootstrap/root_service.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -142,6 +143,18 @@ void RootService::acceptPending() {
     auto c = std::make_unique<Conn>();
     IoStatus s = listener_.tryAccept(&c->sock, &c->peer);
     if (!s.ok()) {
+      if ((s.err == EMFILE || s.err == ENFILE) && !failed_) {
+        // The waiting connection would keep the listener readable and this loop spinning, and its
+        // rank would wait until its deadline: end the job now with what to change.
+        rlimit limit{};
+        getrlimit(RLIMIT_NOFILE, &limit);
+        char buf[320];
+        snprintf(buf, sizeof(buf),
+                 "bootstrap: the root at %s cannot accept more registrations: %s (RLIMIT_NOFILE %llu); raise the "
+                 "limit (ulimit -n) or start fewer ranks in the root's process",
+                 addr_.toString().c_str(), strerror(s.err), static_cast<unsigned long long>(limit.rlim_cur));
+        fail(Status::kSystemError, buf);
+      }
       CC_INFO(kSubsysBootstrap, "bootstrap root %s: accept failed: %s", addr_.toString().c_str(), s.describe().c_str());
       return;
     }

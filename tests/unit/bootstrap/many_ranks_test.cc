@@ -8,7 +8,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
 
 #include "support/coll_check.h"
 #include "support/thread_ranks.h"
@@ -93,6 +98,43 @@ TEST(ManyRanks, DescriptorsGrowAtMostLinearly) {
       EXPECT_LE(afterAllPairs - before, n);
     }
     unsetenv("COLLCOMM_ALGO");
+  });
+}
+
+// Running out of descriptors at init is a prompt error with a sentence on every rank, not a hang
+// until the deadline (the root's listener stays readable when accept fails with EMFILE).
+TEST(ManyRanks, TooFewDescriptorsFailEveryRankPromptly) {
+  runWithWatchdog(60, [] {
+    using namespace collcomm::detail;
+    setenv("COLLCOMM_TIMEOUT", "15", 1);
+    constexpr int kRanks = 48;
+    UniqueIdData id{};
+    ASSERT_EQ(createUniqueId(&id), kOk) << threadLastError();
+    std::vector<Status> status(kRanks, kOk);
+    std::vector<std::string> error(kRanks);
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      // Each rank holds a registration socket and the root one accepted socket until the table is
+      // complete: 2 * 48 descriptors do not fit in 40 more than are open now.
+      FdLimit limit(static_cast<rlim_t>(openFds() + 40));
+      ASSERT_TRUE(limit.ok());
+      std::vector<std::thread> threads;
+      for (int r = 0; r < kRanks; ++r) {
+        threads.emplace_back([&, r] {
+          std::unique_ptr<Bootstrap> b;
+          status[r] = Bootstrap::init(id, r, kRanks, Deadline::afterSeconds(10), &b);
+          error[r] = threadLastError();
+        });
+      }
+      for (auto& t : threads) t.join();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << "a timeout, not a prompt failure";
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_NE(status[r], kOk) << "rank " << r;
+      EXPECT_TRUE(error[r].find("Too many open files") != std::string::npos ||
+                  error[r].find("RLIMIT_NOFILE") != std::string::npos)
+          << "rank " << r << ": " << error[r];
+    }
   });
 }
 
