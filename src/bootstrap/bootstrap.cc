@@ -103,20 +103,6 @@ Status maybeStartFixedRoot(const UniqueIdData& id, const SocketAddress& root) {
   return kOk;
 }
 
-// A loopback root means a one-host job: listen on loopback too. Otherwise on the selected interface.
-Status listenAddressFor(const SocketAddress& root, SocketAddress* out) {
-  if (root.isLoopback()) {
-    std::string why;
-    if (!SocketAddress::parse(root.family() == AF_INET6 ? "[::1]:0" : "127.0.0.1:0", root.family(), out, &why))
-      return CC_ERROR(Status::kSystemError, "bootstrap: no loopback address: %s", why.c_str());
-    return kOk;
-  }
-  std::vector<NetInterface> ifs;
-  CC_CHECK(findInterfaces(1, &ifs));
-  *out = ifs[0].addr;
-  return kOk;
-}
-
 Status registerWithRoot(const UniqueIdData& id, const SocketAddress& root, int rank, int nranks,
                         const SocketAddress& self, Deadline deadline, std::vector<Peer>* out) {
   const std::string rootStr = root.toString();
@@ -201,10 +187,8 @@ Status Bootstrap::init(const UniqueIdData& id, int rank, int nranks, Deadline de
     return CC_ERROR(Status::kInvalidArgument, "the ccUniqueId is not valid (was it made by ccGetUniqueId?)");
   if (rank == 0) CC_CHECK(maybeStartFixedRoot(id, root));
 
-  SocketAddress listenAddr;
-  CC_CHECK(listenAddressFor(root, &listenAddr));
   std::shared_ptr<LocalJob> job;
-  CC_CHECK(LocalJob::acquire(id, root, listenAddr, rank, &job));
+  CC_CHECK(LocalJob::acquire(id, root, rank, &job));
   std::vector<Peer> peers;
   CC_CHECK(registerWithRoot(id, root, rank, nranks, job->address(), deadline, &peers));
   CC_CHECK(job->attach(rank, std::move(peers)));

@@ -30,10 +30,23 @@ std::map<std::string, std::weak_ptr<LocalJob>>& registry() {
   return *jobs;
 }
 
+// A loopback root means a one-host job: listen on loopback too. Otherwise on the selected interface.
+Status listenAddressFor(const SocketAddress& root, SocketAddress* out) {
+  if (root.isLoopback()) {
+    std::string why;
+    if (!SocketAddress::parse(root.family() == AF_INET6 ? "[::1]:0" : "127.0.0.1:0", root.family(), out, &why))
+      return CC_ERROR(Status::kSystemError, "bootstrap: no loopback address: %s", why.c_str());
+    return kOk;
+  }
+  std::vector<NetInterface> ifs;
+  CC_CHECK(findInterfaces(1, &ifs));
+  *out = ifs[0].addr;
+  return kOk;
+}
+
 }  // namespace
 
-Status LocalJob::acquire(const UniqueIdData& id, const SocketAddress& root, const SocketAddress& listenAddr, int rank,
-                         std::shared_ptr<LocalJob>* out) {
+Status LocalJob::acquire(const UniqueIdData& id, const SocketAddress& root, int rank, std::shared_ptr<LocalJob>* out) {
   std::string key(reinterpret_cast<const char*>(id.secret), sizeof(id.secret));
   key += root.toString();
   std::lock_guard<std::mutex> guard(registryMu());
@@ -45,8 +58,9 @@ Status LocalJob::acquire(const UniqueIdData& id, const SocketAddress& root, cons
       return kOk;
     }
   }
+  SocketAddress listenAddr, bound;
+  CC_CHECK(listenAddressFor(root, &listenAddr));
   Socket listener;
-  SocketAddress bound;
   IoStatus io = Socket::listen(listenAddr, &listener, &bound);
   if (!io.ok())
     return CC_ERROR(Status::kSystemError, "bootstrap: rank %d cannot listen on %s: %s", rank,

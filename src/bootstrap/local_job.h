@@ -43,9 +43,8 @@ struct Peer {
 class LocalJob {
  public:
   // The LocalJob of the job `id` in this process that ranks are still joining, or a new one
-  // listening on `listenAddr` (rank: for the error sentence).
-  static Status acquire(const UniqueIdData& id, const SocketAddress& root, const SocketAddress& listenAddr, int rank,
-                        std::shared_ptr<LocalJob>* out);
+  // listening on loopback (a loopback root) or the selected interface (rank: for the sentence).
+  static Status acquire(const UniqueIdData& id, const SocketAddress& root, int rank, std::shared_ptr<LocalJob>* out);
   LocalJob(std::string key, const uint64_t secret[2], Socket listener, const SocketAddress& bound);
   ~LocalJob();
   LocalJob(const LocalJob&) = delete;
