@@ -38,8 +38,8 @@ class Inbox {
   // What one poll() saw: complete messages, and connections from a process opened or lost.
   struct Events {
     std::vector<Message> messages;
-    std::vector<int> opened;                            // process index, once per identified connection
-    std::vector<std::pair<int, std::string>> lost;      // process index, how it ended ("" for a close)
+    std::vector<int> opened;                        // process index, once per identified connection
+    std::vector<std::pair<int, std::string>> lost;  // process index, how it ended ("" for a close)
   };
 
   // procOf[rank]: the process index of each rank (from the address table); selfProc: this one's.

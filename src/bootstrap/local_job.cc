@@ -113,7 +113,8 @@ Status LocalJob::attach(int rank, std::vector<Peer> table) {
     const int procs = static_cast<int>(procRanks_.size());
     if (procs > 1) {
       int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-      if (fd < 0) return CC_ERROR(Status::kSystemError, "bootstrap: rank %d: eventfd failed: %s", rank, strerror(errno));
+      if (fd < 0)
+        return CC_ERROR(Status::kSystemError, "bootstrap: rank %d: eventfd failed: %s", rank, strerror(errno));
       wakeFd_ = Socket(fd);
       inbox_ = std::make_unique<Inbox>(std::move(listener_), secret_, procOf_, selfProc_);
       openFrom_.assign(procs, 0);
@@ -206,8 +207,9 @@ Status LocalJob::goneError(int self, int peer, const std::string& op) const {
                     "bootstrap: %s left the job (its communicator was destroyed) while rank %d was %s; the thread "
                     "or process may have died",
                     who(peer).c_str(), self, op.c_str());
-  return CC_ERROR(Status::kRemoteError, "bootstrap: connection from %s closed while %s%s%s%s; the process may have died",
-                  who(peer).c_str(), op.c_str(), why.empty() ? "" : " (", why.c_str(), why.empty() ? "" : ")");
+  return CC_ERROR(Status::kRemoteError,
+                  "bootstrap: connection from %s closed while %s%s%s%s; the process may have died", who(peer).c_str(),
+                  op.c_str(), why.empty() ? "" : " (", why.c_str(), why.empty() ? "" : ")");
 }
 
 void LocalJob::waitSlice(std::unique_lock<std::mutex>& lock, int self, pollfd* extra, int sliceMs) {
@@ -284,7 +286,8 @@ Status LocalJob::send(int self, int peer, uint64_t tag, const void* data, size_t
                       const std::atomic<bool>& abort) {
   char op[96];
   snprintf(op, sizeof(op), "sending a message (tag %llu, %zu bytes)", static_cast<unsigned long long>(tag), size);
-  if (procOf_[peer] != selfProc_) return sendRemote(self, peer, wire::Channel::kUser, tag, data, size, deadline, abort, op);
+  if (procOf_[peer] != selfProc_)
+    return sendRemote(self, peer, wire::Channel::kUser, tag, data, size, deadline, abort, op);
   std::lock_guard<std::mutex> lock(mu_);
   if (peer != self && mail_[peer]->gone) return goneError(self, peer, op);
   const char* p = static_cast<const char*>(data);
@@ -349,7 +352,9 @@ Status LocalJob::take(int self, int peer, wire::Channel channel, uint64_t tag, s
         return true;
       },
       [&] { return peer != self && goneLocked(peer, &why) ? goneError(self, peer, op) : kOk; },
-      [&] { return ioFailure(self, {IoCode::kTimeout, 0}, peer, op, "from"); });
+      [&] {
+        return ioFailure(self, {IoCode::kTimeout, 0}, peer, op, "from");
+      });
 }
 
 Status LocalJob::recv(int self, int peer, uint64_t tag, void* data, size_t size, Deadline deadline,
@@ -379,14 +384,16 @@ Status LocalJob::exchangeBlocks(int self, Round& round, uint64_t seq, Deadline d
   for (int step = 0; step < procs - 1; ++step) {
     CC_CHECK(sendRemote(self, nextLeader, wire::Channel::kGather, seq, block.data(), block.size(), deadline, abort,
                         "sending allgather data"));
-    CC_CHECK(take(self, prevLeader, wire::Channel::kGather, seq, &block, deadline, abort, "waiting for allgather data"));
+    CC_CHECK(
+        take(self, prevLeader, wire::Channel::kGather, seq, &block, deadline, abort, "waiting for allgather data"));
     const std::vector<int>& ranks = procRanks_[(selfProc_ + procs - 1 - step) % procs];
     if (block.size() != ranks.size() * bytes)
       return CC_ERROR(Status::kInternalError,
                       "bootstrap: rank %d got %zu bytes of allgather data for the %zu ranks of rank %d's process from "
                       "%s, not %zu per rank (do the ranks call allgather with the same size?)",
                       self, block.size(), ranks.size(), ranks[0], who(prevLeader).c_str(), bytes);
-    for (size_t i = 0; i < ranks.size(); ++i) memcpy(round.buf.data() + ranks[i] * bytes, block.data() + i * bytes, bytes);
+    for (size_t i = 0; i < ranks.size(); ++i)
+      memcpy(round.buf.data() + ranks[i] * bytes, block.data() + i * bytes, bytes);
   }
   return kOk;
 }
@@ -456,8 +463,7 @@ Status LocalJob::allGather(int self, void* data, size_t bytesPerRank, Deadline d
         [&] { return mail_[leader_]->gone ? goneError(self, leader_, "waiting for it in allgather") : kOk; },
         [&] {
           const int r = missing();
-          if (r >= 0)
-            return ioFailure(self, {IoCode::kTimeout, 0}, r, "waiting in allgather", "for");
+          if (r >= 0) return ioFailure(self, {IoCode::kTimeout, 0}, r, "waiting in allgather", "for");
           const int procs = static_cast<int>(procRanks_.size());
           return ioFailure(self, {IoCode::kTimeout, 0}, procRanks_[(selfProc_ + procs - 1) % procs][0],
                            "waiting for allgather data", "from");

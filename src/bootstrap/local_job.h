@@ -75,7 +75,7 @@ class LocalJob {
     std::condition_variable cv;
     bool attached = false;
     bool gone = false;
-    bool waiting = false;  // in a condition-variable wait (may take over polling)
+    bool waiting = false;    // in a condition-variable wait (may take over polling)
     uint64_t gatherSeq = 0;  // allgathers this rank has entered
   };
   struct Round {
@@ -124,7 +124,7 @@ class LocalJob {
   bool tableSet_ = false;
   int nranks_ = 0;
   std::vector<Peer> table_;
-  std::vector<int> procOf_;                 // process index of each rank
+  std::vector<int> procOf_;                  // process index of each rank
   std::vector<std::vector<int>> procRanks_;  // ranks of each process, ascending
   int selfProc_ = -1;
   int leader_ = -1;  // lowest local rank
@@ -137,7 +137,7 @@ class LocalJob {
   Socket wakeFd_;                 // an eventfd that ends the poller's poll early
   bool polling_ = false;
   int pollerRank_ = -1;
-  std::vector<int> openFrom_;  // per process: identified connections from it that are open
+  std::vector<int> openFrom_;   // per process: identified connections from it that are open
   std::vector<char> procGone_;  // per process: its last connection to us ended
   std::vector<std::string> procGoneWhy_;
   std::vector<std::unique_ptr<OutLink>> out_;  // per process

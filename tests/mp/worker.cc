@@ -422,13 +422,13 @@ int workerMain(int argc, char** argv) {
     Watchdog dog(a.watchdogSeconds, g_label);
     for (;;) pause();
   }
-  int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"     ? runSweep
-                                        : a.scenario == "p2p"     ? runP2p
-                                        : a.scenario == "die"     ? runDieEarly
-                                        : a.scenario == "die-mid" ? runDieMid
+  int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"      ? runSweep
+                                        : a.scenario == "p2p"      ? runP2p
+                                        : a.scenario == "die"      ? runDieEarly
+                                        : a.scenario == "die-mid"  ? runDieMid
                                         : a.scenario == "linkdown" ? runLinkDown
                                         : a.scenario == "once"     ? runOnce
-                                                                  : nullptr;
+                                                                   : nullptr;
   if (scenario == nullptr)
     return fail("unknown scenario \"" + a.scenario + "\" (sweep, p2p, die, die-mid, linkdown, once or hang)");
   if (a.scenario == "once") {

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-
 #include "support/coll_check.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
