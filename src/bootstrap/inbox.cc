@@ -16,7 +16,9 @@ Inbox::Inbox(Socket listener, const uint64_t secret[2], std::vector<int> procOf,
 
 void Inbox::poll(pollfd* extra, size_t nExtra, int timeoutMs, Events* ev) {
   fds_.assign(extra, extra + nExtra);
-  fds_.push_back(pollfd{listener_.fd(), POLLIN, 0});
+  // Out of descriptors, the waiting connection keeps the listener readable: look again later.
+  const bool acceptPaused = std::chrono::steady_clock::now() < acceptPausedUntil_;
+  fds_.push_back(pollfd{listener_.fd(), static_cast<short>(acceptPaused ? 0 : POLLIN), 0});
   for (auto& c : conns_) fds_.push_back(pollfd{c->sock.fd(), POLLIN, 0});
   int n = ::poll(fds_.data(), fds_.size(), timeoutMs);
   for (size_t i = 0; i < nExtra; ++i) extra[i].revents = n > 0 ? fds_[i].revents : 0;
@@ -41,8 +43,9 @@ void Inbox::acceptPending() {
     auto c = std::make_unique<Conn>();
     IoStatus s = listener_.tryAccept(&c->sock, &c->from);
     if (!s.ok()) {
-      // EMFILE and the like: the connection stays in the backlog; the next poll tries again.
+      // EMFILE and the like: the connection stays in the backlog; a later poll tries again.
       CC_INFO(kSubsysBootstrap, "bootstrap: accept failed: %s", s.describe().c_str());
+      acceptPausedUntil_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAcceptPauseMs);
       return;
     }
     if (!c->sock.valid()) return;

@@ -28,6 +28,9 @@ namespace collcomm::detail {
 
 class Inbox {
  public:
+  // How long the listener rests after accept failed (out of descriptors).
+  static constexpr int kAcceptPauseMs = 20;
+
   struct Message {
     int src;
     int dst;
@@ -79,6 +82,7 @@ class Inbox {
   int selfProc_;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<pollfd> fds_;
+  std::chrono::steady_clock::time_point acceptPausedUntil_{};
 };
 
 }  // namespace collcomm::detail
