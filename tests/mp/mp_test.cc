@@ -541,6 +541,16 @@ TEST(ProcessManyRanks, SixtyFourProcessesUnderTheDefaultFdLimit) {
   expectNoShmLeft(job);
 }
 
+// Three processes of three thread ranks each: the ranks of a process share its bootstrap part
+// (mailboxes, the leaders' ring of process blocks, one connection per pair of processes) and mix
+// P2P within a process with SHM across; AlltoAll connects every pair.
+TEST(ProcessManyRanks, ThreadRanksInSeveralProcesses) {
+  WorkerJob job("threads", 3, {"COLLCOMM_TIMEOUT=60", "CC_MP_THREADS=3"}, kDeadlineSeconds);
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 3);
+  expectNoShmLeft(job);
+}
+
 // ---- ranks on separate "hosts": network namespaces joined by a bridge ----
 
 // nHosts network namespaces ccns<pid>h<i>, each with lo and one veth "ccnet" at 10.250.0.<i+1>/24,

@@ -5,7 +5,7 @@
 //
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
 // environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
-// sweep, p2p, die, die-mid, linkdown, once, hang (see the functions below).
+// sweep, p2p, die, die-mid, linkdown, once, threads, hang (see the functions below).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
 // 2 for bad command-line use; 3 (die scenarios, also with a FAIL line) when everything held except
@@ -140,6 +140,45 @@ int runOnce(ccComm_t comm, int rank, int nranks) {
   const std::string f = runCase(comm, rank, nranks, CaseSpec{Coll::kAllReduce, ccInt32, ccSum, 1001, false, 0});
   if (!f.empty()) return fail(f);
   if (rank == 0) say("AllReduce of 1001 int32 over %d processes exact", nranks);
+  return 0;
+}
+
+// ---- threads: several thread ranks in each process (CC_MP_THREADS of them, default 3) ----
+
+// Process `proc` of `procs` runs ranks proc*T .. proc*T+T-1 of procs*T, each on its own thread:
+// init, AllReduce, AllGather and AlltoAll (which connects every pair of ranks, in this process
+// and across), all checked exactly, then destroy. Ranks of one process share its bootstrap part.
+int runThreadRanks(const ccUniqueId& id, int proc, int procs) {
+  const char* env = getenv("CC_MP_THREADS");
+  const int perProc = env != nullptr ? atoi(env) : 3;
+  if (perProc < 1) return fail("CC_MP_THREADS must be a positive number");
+  const int nranks = procs * perProc;
+  std::vector<std::string> errors(perProc);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < perProc; ++i) {
+    threads.emplace_back([&, i] {
+      const int rank = proc * perProc + i;
+      ccComm_t comm = nullptr;
+      const ccResult_t r = ccCommInitRank(&comm, nranks, id, rank);
+      if (r != ccSuccess) {
+        errors[i] = callFailed("ccCommInitRank", r, nullptr);
+        return;
+      }
+      for (Coll c : {Coll::kAllReduce, Coll::kAllGather, Coll::kAlltoAll}) {
+        errors[i] = runCase(comm, rank, nranks, CaseSpec{c, ccInt32, ccSum, 257, false, 0});
+        if (!errors[i].empty()) break;
+      }
+      if (errors[i].empty()) {
+        ccCommDestroy(comm);
+      } else {
+        ccCommAbort(comm);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < perProc; ++i)
+    if (!errors[i].empty()) return fail("rank " + std::to_string(proc * perProc + i) + ": " + errors[i]);
+  say("%d thread ranks of %d passed", perProc, nranks);
   return 0;
 }
 
@@ -400,11 +439,12 @@ int runDieMid(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, n
 int workerMain(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
-    fprintf(stderr,
-            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|hang --nranks=N --rank=R [--id=HEX|commid]\n"
-            "       [--watchdog=SECONDS]\n"
-            "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
-            argv[0]);
+    fprintf(
+        stderr,
+        "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|threads|hang --nranks=N --rank=R [--id=HEX|commid]\n"
+        "       [--watchdog=SECONDS]\n"
+        "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
+        argv[0]);
     return 2;
   }
   g_label = "rank " + std::to_string(a.rank) + " [" + a.scenario + "]";
@@ -421,6 +461,11 @@ int workerMain(int argc, char** argv) {
   if (a.scenario == "hang") {
     Watchdog dog(a.watchdogSeconds, g_label);
     for (;;) pause();
+  }
+  // `threads`: --rank and --nranks count processes; each runs several ranks (no single init here).
+  if (a.scenario == "threads") {
+    Watchdog dog(a.watchdogSeconds, g_label);
+    return runThreadRanks(id, a.rank, a.nranks);
   }
   int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"      ? runSweep
                                         : a.scenario == "p2p"      ? runP2p

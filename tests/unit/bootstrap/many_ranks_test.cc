@@ -4,8 +4,6 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -135,86 +133,6 @@ TEST(ManyRanks, TooFewDescriptorsFailEveryRankPromptly) {
       EXPECT_TRUE(error[r].find("Too many open files") != std::string::npos ||
                   error[r].find("RLIMIT_NOFILE") != std::string::npos)
           << "rank " << r << ": " << error[r];
-    }
-  });
-}
-
-// Runs ranks [first, first + count) of a job of nranks as threads of this process: allgathers,
-// messages to every rank (most in other processes) and a barrier, all checked exactly. Returns ""
-// or what went wrong.
-std::string runLocalRanks(const collcomm::detail::UniqueIdData& id, int first, int count, int nranks) {
-  using namespace collcomm::detail;
-  std::vector<std::string> errors(count);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < count; ++i) {
-    threads.emplace_back([&, i] {
-      const int rank = first + i;
-      std::string& err = errors[i];
-      const Deadline d = Deadline::afterSeconds(20);
-      std::unique_ptr<Bootstrap> b;
-      if (Bootstrap::init(id, rank, nranks, d, &b) != kOk) {
-        err = "init: " + threadLastError();
-        return;
-      }
-      for (size_t bytes : {size_t{4}, size_t{70000}}) {
-        std::vector<uint8_t> v(bytes * nranks, 0);
-        for (size_t k = 0; k < bytes; ++k) v[rank * bytes + k] = static_cast<uint8_t>(rank * 7 + k);
-        if (b->allGather(v.data(), bytes, d) != kOk) {
-          err = "allgather: " + threadLastError();
-          return;
-        }
-        for (int r = 0; r < nranks && err.empty(); ++r)
-          for (size_t k = 0; k < bytes && err.empty(); ++k)
-            if (v[r * bytes + k] != static_cast<uint8_t>(r * 7 + k)) err = "allgather slot " + std::to_string(r);
-      }
-      for (int p = 0; p < nranks && err.empty(); ++p) {
-        const int msg = rank * 1000 + p;
-        if (b->send(p, 11, &msg, sizeof(msg), d) != kOk) err = "send: " + threadLastError();
-      }
-      for (int p = 0; p < nranks && err.empty(); ++p) {
-        int msg = -1;
-        if (b->recv(p, 11, &msg, sizeof(msg), d) != kOk)
-          err = "recv: " + threadLastError();
-        else if (msg != p * 1000 + rank)
-          err = "message from rank " + std::to_string(p) + " is " + std::to_string(msg);
-      }
-      if (err.empty() && b->barrier(d) != kOk) err = "barrier: " + threadLastError();
-    });
-  }
-  for (auto& t : threads) t.join();
-  std::string all;
-  for (int i = 0; i < count; ++i)
-    if (!errors[i].empty()) all += "rank " + std::to_string(first + i) + ": " + errors[i] + "\n";
-  return all;
-}
-
-// Three processes of three thread ranks each: local mailboxes, the leaders' ring of process blocks
-// and one connection between each pair of processes, checked together.
-TEST(ManyRanks, ThreadRanksInSeveralProcesses) {
-  runWithWatchdog(60, [] {
-    using namespace collcomm::detail;
-    setenv("COLLCOMM_TIMEOUT", "15", 1);
-    constexpr int kProcs = 3, kPerProc = 3, kRanks = kProcs * kPerProc;
-    UniqueIdData id{};
-    ASSERT_EQ(createUniqueId(&id), kOk) << threadLastError();
-    std::vector<pid_t> children;
-    for (int p = 1; p < kProcs; ++p) {
-      fflush(nullptr);
-      pid_t pid = fork();
-      ASSERT_GE(pid, 0);
-      if (pid == 0) {
-        const std::string err = runLocalRanks(id, p * kPerProc, kPerProc, kRanks);
-        if (!err.empty()) fprintf(stderr, "process %d: %s", p, err.c_str());
-        fflush(stderr);
-        _exit(err.empty() ? 0 : 1);
-      }
-      children.push_back(pid);
-    }
-    EXPECT_EQ(runLocalRanks(id, 0, kPerProc, kRanks), "");
-    for (pid_t pid : children) {
-      int status = 0;
-      ASSERT_EQ(waitpid(pid, &status, 0), pid);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
     }
   });
 }
