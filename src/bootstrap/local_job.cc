@@ -299,11 +299,28 @@ Status LocalJob::send(int self, int peer, uint64_t tag, const void* data, size_t
 Status LocalJob::sendRemote(int self, int peer, wire::Channel channel, uint64_t tag, const void* data, size_t size,
                             Deadline deadline, const std::atomic<bool>& abort, const std::string& op) {
   OutLink& link = *out_[procOf_[peer]];
-  std::unique_lock<std::timed_mutex> linkLock(link.mu, std::defer_lock);
-  while (!linkLock.try_lock_for(std::chrono::milliseconds(kSenderSliceMs))) {
-    if (abort.load(std::memory_order_acquire)) return ioFailure(self, {IoCode::kAborted, 0}, peer, op, "to");
-    if (deadline.expired()) return ioFailure(self, {IoCode::kTimeout, 0}, peer, op, "to");
+  {
+    // Waiting for another local sender to finish, this rank may poll for the process meanwhile.
+    std::unique_lock<std::mutex> lock(mu_);
+    link.waiting.push_back(self);
+    Status s = waitLocked(
+        lock, self, abort, deadline, op, [&] { return !link.busy; }, [] { return kOk; },
+        [&] {
+          return ioFailure(self, {IoCode::kTimeout, 0}, peer, op, "to");
+        });
+    std::erase(link.waiting, self);
+    CC_CHECK(s);
+    link.busy = true;
   }
+  struct Release {
+    LocalJob& job;
+    OutLink& link;
+    ~Release() {
+      std::lock_guard<std::mutex> lock(job.mu_);
+      link.busy = false;
+      for (int r : link.waiting) job.wakeLocked(r);
+    }
+  } release{*this, link};
   const bool fresh = !link.sock.valid();
   if (fresh) {
     IoStatus io = Socket::connect(table_[peer].addr, deadline, &abort, &link.sock);

@@ -88,8 +88,9 @@ class LocalJob {
     std::string error;  // the leader's sentence when status is not kOk
   };
   struct OutLink {
-    std::timed_mutex mu;  // one sender at a time writes whole messages
-    Socket sock;
+    bool busy = false;         // under mu_: a sender is writing a message (one at a time)
+    std::vector<int> waiting;  // under mu_: local ranks waiting for it to be free
+    Socket sock;               // used by the sender that set busy
   };
 
   std::string who(int rank) const;
