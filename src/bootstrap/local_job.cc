@@ -303,8 +303,11 @@ Status LocalJob::sendRemote(int self, int peer, wire::Channel channel, uint64_t 
     // Waiting for another local sender to finish, this rank may poll for the process meanwhile.
     std::unique_lock<std::mutex> lock(mu_);
     link.waiting.push_back(self);
+    // A process whose every connection to this one closed is gone (or has left the job).
+    std::string why;
     Status s = waitLocked(
-        lock, self, abort, deadline, op, [&] { return !link.busy; }, [] { return kOk; },
+        lock, self, abort, deadline, op, [&] { return !link.busy; },
+        [&] { return goneLocked(peer, &why) ? goneError(self, peer, op) : kOk; },
         [&] {
           return ioFailure(self, {IoCode::kTimeout, 0}, peer, op, "to");
         });
