@@ -17,6 +17,8 @@ namespace {
 
 // How long a sender blocked on a full socket waits between looks at the poller role.
 constexpr int kSenderSliceMs = 5;
+// Largest payload copied behind its header to go out in one send.
+constexpr size_t kCoalesceBytes = 64 * 1024;
 
 int pollSliceMs(const Deadline& d) { return std::clamp(d.remainingMs(), 1, kAbortPollMs); }
 
@@ -329,12 +331,20 @@ Status LocalJob::sendRemote(int self, int peer, wire::Channel channel, uint64_t 
     IoStatus io = Socket::connect(table_[peer].addr, deadline, &abort, &link.sock);
     if (!io.ok()) return ioFailure(self, io, peer, op, "to");
   }
-  wire::HelloMsg hello{wire::kMagic, wire::kVersion, {secret_[0], secret_[1]}, self, 0};
-  wire::MsgHeader header{self, peer, static_cast<uint32_t>(channel), 0, tag, size};
+  const wire::HelloMsg hello{wire::kMagic, wire::kVersion, {secret_[0], secret_[1]}, self, 0};
+  const wire::MsgHeader header{self, peer, static_cast<uint32_t>(channel), 0, tag, size};
+  // One send (one segment, one wake-up of the receiver) for the hello, header and a payload of
+  // control size; a larger payload follows the header on its own.
+  const bool together = size <= kCoalesceBytes;
+  std::vector<char> head;
+  if (fresh) head.insert(head.end(), reinterpret_cast<const char*>(&hello), reinterpret_cast<const char*>(&hello + 1));
+  head.insert(head.end(), reinterpret_cast<const char*>(&header), reinterpret_cast<const char*>(&header + 1));
+  if (together && size != 0)
+    head.insert(head.end(), static_cast<const char*>(data), static_cast<const char*>(data) + size);
   const struct {
     const void* p;
     size_t n;
-  } pieces[] = {{&hello, fresh ? sizeof(hello) : 0}, {&header, sizeof(header)}, {data, size}};
+  } pieces[] = {{head.data(), head.size()}, {data, together ? 0 : size}};
   for (const auto& piece : pieces) {
     size_t done = 0;
     for (;;) {
