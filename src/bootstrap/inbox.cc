@@ -85,7 +85,7 @@ const char* Inbox::badHeader(const Conn& c) const {
   if (h.bytes > wire::kMaxMessageBytes) return "it sent a corrupted message header (size)";
   if (h.src < 0 || h.src >= n || procOf_[h.src] != c.proc) return "it sent a message from a rank of another process";
   if (h.dst < 0 || h.dst >= n || procOf_[h.dst] != selfProc_) return "it sent a message for a rank of another process";
-  if (h.channel > static_cast<uint32_t>(wire::Channel::kGather)) return "it sent a message on an unknown channel";
+  if (h.channel > static_cast<uint32_t>(wire::Channel::kLeft)) return "it sent a message on an unknown channel";
   return nullptr;
 }
 

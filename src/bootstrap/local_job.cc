@@ -119,6 +119,7 @@ Status LocalJob::attach(int rank, std::vector<Peer> table) {
         return CC_ERROR(Status::kSystemError, "bootstrap: rank %d: eventfd failed: %s", rank, strerror(errno));
       wakeFd_ = Socket(fd);
       inbox_ = std::make_unique<Inbox>(std::move(listener_), secret_, procOf_, selfProc_);
+      rankLeft_.assign(n, 0);
       openFrom_.assign(procs, 0);
       procGone_.assign(procs, 0);
       procGoneWhy_.assign(procs, "");
@@ -146,6 +147,16 @@ void LocalJob::detach(int rank) {
   std::lock_guard<std::mutex> lock(mu_);
   mail_[rank]->gone = true;
   for (int r : procRanks_[selfProc_]) wakeLocked(r);
+  // Tell the processes this one is connected to, without waiting: a link that is busy or whose
+  // socket is full misses the notice, and its ranks then learn only when the process goes.
+  for (size_t p = 0; p < out_.size(); ++p) {
+    OutLink& link = *out_[p];
+    if (link.busy || !link.sock.valid()) continue;
+    const wire::MsgHeader left{rank, procRanks_[p][0], static_cast<uint32_t>(wire::Channel::kLeft), 0, 0, 0};
+    size_t done = 0;
+    IoStatus io = link.sock.sendSome(&left, sizeof(left), &done);
+    if (!io.ok() || (done != 0 && done != sizeof(left))) link.sock.close();  // never leave half a header
+  }
 }
 
 void LocalJob::wake(int rank) {
@@ -196,6 +207,10 @@ bool LocalJob::goneLocked(int peer, std::string* why) const {
     *why = "";
     return mail_[peer]->gone;
   }
+  if (rankLeft_[peer]) {
+    *why = "it left the job";
+    return true;
+  }
   if (openFrom_[p] != 0 || !procGone_[p]) return false;
   *why = procGoneWhy_[p];
   return true;
@@ -204,7 +219,7 @@ bool LocalJob::goneLocked(int peer, std::string* why) const {
 Status LocalJob::goneError(int self, int peer, const std::string& op) const {
   std::string why;
   (void)goneLocked(peer, &why);
-  if (procOf_[peer] == selfProc_)
+  if (procOf_[peer] == selfProc_ || rankLeft_[peer])
     return CC_ERROR(Status::kRemoteError,
                     "bootstrap: %s left the job (its communicator was destroyed) while rank %d was %s; the thread "
                     "or process may have died",
@@ -260,6 +275,11 @@ void LocalJob::fileLocked(Inbox::Events& ev) {
     procGone_[p] = 0;
   }
   for (Inbox::Message& m : ev.messages) {
+    if (m.channel == wire::Channel::kLeft) {
+      rankLeft_[m.src] = 1;
+      for (int r : procRanks_[selfProc_]) wakeLocked(r);
+      continue;
+    }
     mail_[m.dst]->queues[{static_cast<uint32_t>(m.channel), m.src, m.tag}].push_back(std::move(m.payload));
     wakeLocked(m.dst);
   }

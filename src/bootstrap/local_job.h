@@ -54,7 +54,8 @@ class LocalJob {
   const SocketAddress& address() const { return bound_; }
   // After the root's answer: `rank` joins with the job's table (the first local rank sets it up).
   Status attach(int rank, std::vector<Peer> table);
-  // `rank`'s Bootstrap is gone: waits for it end with a sentence.
+  // `rank`'s Bootstrap is gone: waits for it end with a sentence, here and (best effort, over the
+  // connections this process has open) in the other processes.
   void detach(int rank);
   // Wakes `rank` so its wait sees its abort flag promptly.
   void wake(int rank);
@@ -138,6 +139,7 @@ class LocalJob {
   Socket wakeFd_;                 // an eventfd that ends the poller's poll early
   bool polling_ = false;
   int pollerRank_ = -1;
+  std::vector<char> rankLeft_;  // per rank of another process: it said it left the job
   std::vector<int> openFrom_;   // per process: identified connections from it that are open
   std::vector<char> procGone_;  // per process: its last connection to us ended
   std::vector<std::string> procGoneWhy_;

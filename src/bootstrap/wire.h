@@ -59,8 +59,9 @@ struct HelloMsg {
   uint32_t reserved;
 };
 
-// Which queue a message joins: the user's tagged messages, or the allgather among processes.
-enum class Channel : uint32_t { kUser = 0, kGather = 1 };
+// Which queue a message joins: the user's tagged messages, or the allgather among processes;
+// kLeft (no payload) says that rank src left the job (its Bootstrap was destroyed).
+enum class Channel : uint32_t { kUser = 0, kGather = 1, kLeft = 2 };
 
 // process -> process: before each message's payload.
 struct MsgHeader {

@@ -551,6 +551,14 @@ TEST(ProcessManyRanks, ThreadRanksInSeveralProcesses) {
   expectNoShmLeft(job);
 }
 
+// A thread rank of a multi-rank process leaves the job while its process stays: a rank of another
+// process waiting for it is told so at once (over the processes' shared connection).
+TEST(ProcessManyRanks, ThreadRankLeavingIsSeenByOtherProcesses) {
+  WorkerJob job("leave", 2, {"COLLCOMM_TIMEOUT=30"}, 60);
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 2);
+}
+
 // ---- ranks on separate "hosts": network namespaces joined by a bridge ----
 
 // nHosts network namespaces ccns<pid>h<i>, each with lo and one veth "ccnet" at 10.250.0.<i+1>/24,

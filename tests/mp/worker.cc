@@ -5,7 +5,7 @@
 //
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
 // environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
-// sweep, p2p, die, die-mid, linkdown, once, threads, hang (see the functions below).
+// sweep, p2p, die, die-mid, linkdown, once, threads, leave, hang (see the functions below).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
 // 2 for bad command-line use; 3 (die scenarios, also with a FAIL line) when everything held except
@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/bootstrap.h"
 #include "collcomm.h"
 #include "support/coll_check.h"
 #include "support/watchdog.h"
@@ -179,6 +180,51 @@ int runThreadRanks(const ccUniqueId& id, int proc, int procs) {
   for (int i = 0; i < perProc; ++i)
     if (!errors[i].empty()) return fail("rank " + std::to_string(proc * perProc + i) + ": " + errors[i]);
   say("%d thread ranks of %d passed", perProc, nranks);
+  return 0;
+}
+
+// ---- leave: a thread rank leaves; a rank of another process waiting for it hears so at once ----
+
+// Two processes of two thread ranks each (ranks 0,1 | 2,3), on the bootstrap alone: after a
+// barrier rank 1 destroys its bootstrap while rank 0 keeps process 0 in the job; rank 2's wait for
+// a message from rank 1 must end with a sentence naming it within 3 s, not at the deadline.
+int runLeave(const ccUniqueId& uid, int proc) {
+  using namespace collcomm::detail;
+  UniqueIdData id{};
+  if (decodeUniqueId(uid, &id) != kOk) return fail("the unique id does not decode");
+  std::string errors[2];
+  std::thread threads[2];
+  for (int i = 0; i < 2; ++i) {
+    threads[i] = std::thread([&, i] {
+      const int rank = proc * 2 + i;
+      const Deadline d = Deadline::afterSeconds(10);
+      std::unique_ptr<Bootstrap> b;
+      std::string& err = errors[i];
+      if (Bootstrap::init(id, rank, 4, d, &b) != kOk) {
+        err = "init: " + threadLastError();
+        return;
+      }
+      if (b->barrier(d) != kOk) {
+        err = "barrier: " + threadLastError();
+        return;
+      }
+      uint8_t byte = 0;
+      if (rank == 2) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const Status s = b->recv(1, 77, &byte, 1, d);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const std::string msg = threadLastError();
+        if (s != Status::kRemoteError || msg.find("rank 1 (host ") == std::string::npos || took > 3)
+          err = "waiting for the rank that left ended after " + std::to_string(took) + " s with \"" + msg + "\"";
+        if (b->send(0, 78, &byte, 1, d) != kOk) err += " send: " + threadLastError();
+      } else if (rank == 0 && b->recv(2, 78, &byte, 1, d) != kOk) {
+        err = "recv: " + threadLastError();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 2; ++i)
+    if (!errors[i].empty()) return fail("rank " + std::to_string(proc * 2 + i) + ": " + errors[i]);
   return 0;
 }
 
@@ -439,12 +485,12 @@ int runDieMid(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, n
 int workerMain(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
-    fprintf(
-        stderr,
-        "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|threads|hang --nranks=N --rank=R [--id=HEX|commid]\n"
-        "       [--watchdog=SECONDS]\n"
-        "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
-        argv[0]);
+    fprintf(stderr,
+            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|threads|leave|hang --nranks=N --rank=R "
+            "[--id=HEX|commid]\n"
+            "       [--watchdog=SECONDS]\n"
+            "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
+            argv[0]);
     return 2;
   }
   g_label = "rank " + std::to_string(a.rank) + " [" + a.scenario + "]";
@@ -466,6 +512,10 @@ int workerMain(int argc, char** argv) {
   if (a.scenario == "threads") {
     Watchdog dog(a.watchdogSeconds, g_label);
     return runThreadRanks(id, a.rank, a.nranks);
+  }
+  if (a.scenario == "leave") {
+    Watchdog dog(a.watchdogSeconds, g_label);
+    return runLeave(id, a.rank);
   }
   int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"      ? runSweep
                                         : a.scenario == "p2p"      ? runP2p
