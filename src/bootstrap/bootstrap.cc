@@ -1,8 +1,7 @@
-// Bootstrap::init (registration with the root, the ring connection) and the socket-based
-// Bootstrap: allGather and barrier over the ring, tagged send/recv over per-peer connections.
+// Bootstrap::init (registration with the root, joining this process's LocalJob) and the Bootstrap
+// of one rank: a thin handle on the LocalJob it shares with the other ranks of its process.
 //
-// Threads: none of its own. Every wait is a loop of Inbox::poll slices of at most kAbortPollMs, so
-// abort() (an atomic flag) is seen within ~50 ms and incoming messages are drained while waiting.
+// Threads: none of its own (see local_job.h for how waits poll, yield and end).
 #include "bootstrap/bootstrap.h"
 
 #include <unistd.h>
@@ -11,9 +10,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 
-#include "bootstrap/inbox.h"
+#include "bootstrap/local_job.h"
 #include "bootstrap/root_service.h"
 #include "bootstrap/socket.h"
 #include "bootstrap/unique_id_internal.h"
@@ -23,13 +23,6 @@
 
 namespace collcomm::detail {
 namespace {
-
-struct Peer {
-  SocketAddress addr;
-  std::string host;
-};
-
-int pollSliceMs(const Deadline& d) { return std::clamp(d.remainingMs(), 1, kAbortPollMs); }
 
 Status statusFromWire(int32_t s) {
   switch (static_cast<Status>(s)) {
@@ -45,208 +38,51 @@ Status statusFromWire(int32_t s) {
   }
 }
 
-class SocketBootstrap final : public Bootstrap {
+class LocalBootstrap final : public Bootstrap {
  public:
-  SocketBootstrap(int rank, int nranks, const uint64_t secret[2], std::vector<Peer> peers, Socket listener)
-      : rank_(rank),
-        nranks_(nranks),
-        peers_(std::move(peers)),
-        inbox_(std::move(listener), secret, rank, nranks),
-        out_(nranks) {
-    secret_[0] = secret[0];
-    secret_[1] = secret[1];
-  }
-
-  Status connectRing(Deadline deadline);
+  LocalBootstrap(int rank, int nranks, std::shared_ptr<LocalJob> job)
+      : rank_(rank), nranks_(nranks), job_(std::move(job)) {}
+  ~LocalBootstrap() override { job_->detach(rank_); }
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
-  const std::string& hostName(int rank) const override { return peers_[rank].host; }
-  Status allGather(void* data, size_t bytesPerRank, Deadline deadline) override;
-  Status barrier(Deadline deadline) override;
-  Status send(int peer, uint64_t tag, const void* data, size_t size, Deadline deadline) override;
-  Status recv(int peer, uint64_t tag, void* data, size_t size, Deadline deadline) override;
-  void abort() override { aborted_.store(true, std::memory_order_release); }
+  const std::string& hostName(int rank) const override { return job_->hostName(rank); }
+  Status allGather(void* data, size_t bytesPerRank, Deadline deadline) override {
+    CC_CHECK(checkCall(rank_, "allgather"));
+    return nranks_ == 1 ? kOk : job_->allGather(rank_, data, bytesPerRank, deadline, aborted_);
+  }
+  Status barrier(Deadline deadline) override {
+    std::vector<char> bytes(nranks_, 0);
+    return allGather(bytes.data(), 1, deadline);
+  }
+  Status send(int peer, uint64_t tag, const void* data, size_t size, Deadline deadline) override {
+    CC_CHECK(checkCall(peer, "send"));
+    return job_->send(rank_, peer, tag, data, size, deadline, aborted_);
+  }
+  Status recv(int peer, uint64_t tag, void* data, size_t size, Deadline deadline) override {
+    CC_CHECK(checkCall(peer, "recv"));
+    return job_->recv(rank_, peer, tag, data, size, deadline, aborted_);
+  }
+  void abort() override {
+    aborted_.store(true, std::memory_order_release);
+    job_->wake(rank_);
+  }
 
  private:
-  int next() const { return (rank_ + 1) % nranks_; }
-  int prev() const { return (rank_ + nranks_ - 1) % nranks_; }
-  std::string who(int peer) const { return "rank " + std::to_string(peer) + " (host " + peers_[peer].host + ")"; }
-  bool isAborted() const { return aborted_.load(std::memory_order_acquire); }
-  // The one sentence for a failed wait: `op` is what this rank was doing ("waiting for allgather
-  // data"), `dir` "from" or "to" `peer`.
-  Status ioFailure(const IoStatus& s, int peer, const std::string& op, const char* dir);
-  Status checkCall(int peer, const char* call);
-  wire::HelloMsg hello(wire::ConnKind kind) const;
-  Status ringExchange(const char* sendBuf, char* recvBuf, size_t bytes, Deadline deadline);
+  Status checkCall(int peer, const char* call) const {
+    if (aborted_.load(std::memory_order_acquire))
+      return CC_ERROR(Status::kRemoteError, "bootstrap: rank %d: %s after the bootstrap was aborted", rank_, call);
+    if (peer < 0 || peer >= nranks_)
+      return CC_ERROR(Status::kInvalidArgument, "bootstrap: rank %d: %s with peer %d, which is not in [0, %d)", rank_,
+                      call, peer, nranks_);
+    return kOk;
+  }
 
   int rank_;
   int nranks_;
-  uint64_t secret_[2];
-  std::vector<Peer> peers_;
-  Inbox inbox_;
-  Socket ringOut_;           // to rank+1
-  Socket ringIn_;            // from rank-1
-  std::vector<Socket> out_;  // p2p connections this rank opened, per peer
+  std::shared_ptr<LocalJob> job_;
   std::atomic<bool> aborted_{false};
 };
-
-Status SocketBootstrap::ioFailure(const IoStatus& s, int peer, const std::string& op, const char* dir) {
-  switch (s.code) {
-    case IoCode::kOk:
-      return kOk;
-    case IoCode::kAborted:
-      return CC_ERROR(Status::kRemoteError, "bootstrap: rank %d aborted while %s", rank_, op.c_str());
-    case IoCode::kTimeout:
-      return CC_ERROR(Status::kTimeout,
-                      "bootstrap: rank %d timed out %s %s %s%s%s; it may have died, be stuck or be slow "
-                      "(COLLCOMM_TIMEOUT sets the deadline)",
-                      rank_, op.c_str(), dir, who(peer).c_str(), s.err != 0 ? "; last attempt: " : "",
-                      s.err != 0 ? strerror(s.err) : "");
-    case IoCode::kClosed:
-      return CC_ERROR(Status::kRemoteError,
-                      "bootstrap: connection %s %s closed while %s%s%s%s; the process may have died", dir,
-                      who(peer).c_str(), op.c_str(), s.err != 0 ? " (" : "", s.err != 0 ? strerror(s.err) : "",
-                      s.err != 0 ? ")" : "");
-    case IoCode::kError:
-      break;
-  }
-  return CC_ERROR(Status::kSystemError, "bootstrap: rank %d: socket error %s %s while %s: %s", rank_, dir,
-                  who(peer).c_str(), op.c_str(), strerror(s.err));
-}
-
-Status SocketBootstrap::checkCall(int peer, const char* call) {
-  if (isAborted())
-    return CC_ERROR(Status::kRemoteError, "bootstrap: rank %d: %s after the bootstrap was aborted", rank_, call);
-  if (peer < 0 || peer >= nranks_)
-    return CC_ERROR(Status::kInvalidArgument, "bootstrap: rank %d: %s with peer %d, which is not in [0, %d)", rank_,
-                    call, peer, nranks_);
-  return kOk;
-}
-
-wire::HelloMsg SocketBootstrap::hello(wire::ConnKind kind) const {
-  wire::HelloMsg h{};
-  h.magic = wire::kMagic;
-  h.version = wire::kVersion;
-  h.secret[0] = secret_[0];
-  h.secret[1] = secret_[1];
-  h.srcRank = rank_;
-  h.kind = static_cast<uint32_t>(kind);
-  return h;
-}
-
-Status SocketBootstrap::connectRing(Deadline deadline) {
-  if (nranks_ == 1) return kOk;
-  IoStatus s = Socket::connect(peers_[next()].addr, deadline, &aborted_, &ringOut_);
-  CC_CHECK(ioFailure(s, next(), "connecting the ring", "to"));
-  wire::HelloMsg h = hello(wire::ConnKind::kRing);
-  CC_CHECK(ioFailure(ringOut_.sendAll(&h, sizeof(h), deadline, &aborted_), next(), "connecting the ring", "to"));
-  for (;;) {
-    ringIn_ = inbox_.takeRing();
-    if (ringIn_.valid()) return kOk;
-    if (deadline.expired()) return ioFailure({IoCode::kTimeout, 0}, prev(), "waiting for the ring connection", "from");
-    inbox_.poll(nullptr, 0, pollSliceMs(deadline));
-  }
-}
-
-// One ring step: sends and receives at once (a slot larger than the socket buffers would deadlock
-// a send-then-receive), draining p2p traffic meanwhile.
-Status SocketBootstrap::ringExchange(const char* sendBuf, char* recvBuf, size_t bytes, Deadline deadline) {
-  size_t sent = 0, got = 0;
-  for (;;) {
-    if (sent < bytes)
-      CC_CHECK(ioFailure(ringOut_.sendSome(sendBuf, bytes, &sent), next(), "sending allgather data", "to"));
-    if (got < bytes)
-      CC_CHECK(ioFailure(ringIn_.recvSome(recvBuf, bytes, &got), prev(), "waiting for allgather data", "from"));
-    if (sent == bytes && got == bytes) return kOk;
-    if (isAborted()) return ioFailure({IoCode::kAborted, 0}, prev(), "in allgather", "from");
-    if (deadline.expired()) {
-      return got < bytes ? ioFailure({IoCode::kTimeout, 0}, prev(), "waiting for allgather data", "from")
-                         : ioFailure({IoCode::kTimeout, 0}, next(), "sending allgather data", "to");
-    }
-    pollfd fds[2];
-    size_t n = 0;
-    if (sent < bytes) fds[n++] = pollfd{ringOut_.fd(), POLLOUT, 0};
-    if (got < bytes) fds[n++] = pollfd{ringIn_.fd(), POLLIN, 0};
-    inbox_.poll(fds, n, pollSliceMs(deadline));
-  }
-}
-
-Status SocketBootstrap::allGather(void* data, size_t bytesPerRank, Deadline deadline) {
-  CC_CHECK(checkCall(rank_, "allgather"));
-  char* base = static_cast<char*>(data);
-  for (int step = 0; step < nranks_ - 1; ++step) {
-    int sendSlot = (rank_ - step + nranks_) % nranks_;
-    int recvSlot = (rank_ - step - 1 + nranks_) % nranks_;
-    CC_CHECK(ringExchange(base + sendSlot * bytesPerRank, base + recvSlot * bytesPerRank, bytesPerRank, deadline));
-  }
-  return kOk;
-}
-
-Status SocketBootstrap::barrier(Deadline deadline) {
-  std::vector<char> bytes(nranks_, 0);
-  return allGather(bytes.data(), 1, deadline);
-}
-
-Status SocketBootstrap::send(int peer, uint64_t tag, const void* data, size_t size, Deadline deadline) {
-  CC_CHECK(checkCall(peer, "send"));
-  if (peer == rank_) {
-    inbox_.deliverLocal(tag, data, size);
-    return kOk;
-  }
-  char op[96];
-  snprintf(op, sizeof(op), "sending a message (tag %llu, %zu bytes)", static_cast<unsigned long long>(tag), size);
-  Socket& s = out_[peer];
-  bool fresh = !s.valid();
-  if (fresh) CC_CHECK(ioFailure(Socket::connect(peers_[peer].addr, deadline, &aborted_, &s), peer, op, "to"));
-  wire::HelloMsg h = hello(wire::ConnKind::kP2p);
-  wire::MsgHeader header{tag, size};
-  const struct {
-    const void* p;
-    size_t n;
-  } pieces[] = {{&h, fresh ? sizeof(h) : 0}, {&header, sizeof(header)}, {data, size}};
-  for (const auto& piece : pieces) {
-    size_t done = 0;
-    for (;;) {
-      IoStatus io = s.sendSome(piece.p, piece.n, &done);
-      if (io.ok() && done == piece.n) break;
-      if (io.ok() && isAborted()) io = {IoCode::kAborted, 0};
-      if (io.ok() && deadline.expired()) io = {IoCode::kTimeout, 0};
-      if (!io.ok()) {
-        s.close();  // a partly sent message leaves the stream unusable; the next send reconnects
-        return ioFailure(io, peer, op, "to");
-      }
-      pollfd f{s.fd(), POLLOUT, 0};
-      inbox_.poll(&f, 1, pollSliceMs(deadline));
-    }
-  }
-  return kOk;
-}
-
-Status SocketBootstrap::recv(int peer, uint64_t tag, void* data, size_t size, Deadline deadline) {
-  CC_CHECK(checkCall(peer, "recv"));
-  char op[96];
-  snprintf(op, sizeof(op), "waiting for a message (tag %llu)", static_cast<unsigned long long>(tag));
-  std::vector<char> msg;
-  std::string why;
-  for (;;) {
-    if (inbox_.take(peer, tag, &msg)) {
-      if (msg.size() != size)
-        return CC_ERROR(Status::kInternalError,
-                        "bootstrap: rank %d expected %zu bytes from %s with tag %llu, but the message has %zu bytes",
-                        rank_, size, who(peer).c_str(), static_cast<unsigned long long>(tag), msg.size());
-      if (size != 0) memcpy(data, msg.data(), size);
-      return kOk;
-    }
-    if (peer != rank_ && inbox_.peerGone(peer, &why))
-      return CC_ERROR(Status::kRemoteError,
-                      "bootstrap: connection from %s closed while %s%s%s%s; the process may have died",
-                      who(peer).c_str(), op, why.empty() ? "" : " (", why.c_str(), why.empty() ? "" : ")");
-    if (isAborted()) return ioFailure({IoCode::kAborted, 0}, peer, op, "from");
-    if (deadline.expired()) return ioFailure({IoCode::kTimeout, 0}, peer, op, "from");
-    inbox_.poll(nullptr, 0, pollSliceMs(deadline));
-  }
-}
 
 // ---- init
 
@@ -264,20 +100,6 @@ Status maybeStartFixedRoot(const UniqueIdData& id, const SocketAddress& root) {
   CC_CHECK(startRootServiceAt(root, secret, static_cast<double>(paramInt(Param::kTimeout)), &started));
   if (started)
     CC_INFO(kSubsysBootstrap, "bootstrap: rank 0 serves the COLLCOMM_COMM_ID root at %s", root.toString().c_str());
-  return kOk;
-}
-
-// A loopback root means a one-host job: listen on loopback too. Otherwise on the selected interface.
-Status listenAddressFor(const SocketAddress& root, SocketAddress* out) {
-  if (root.isLoopback()) {
-    std::string why;
-    if (!SocketAddress::parse(root.family() == AF_INET6 ? "[::1]:0" : "127.0.0.1:0", root.family(), out, &why))
-      return CC_ERROR(Status::kSystemError, "bootstrap: no loopback address: %s", why.c_str());
-    return kOk;
-  }
-  std::vector<NetInterface> ifs;
-  CC_CHECK(findInterfaces(1, &ifs));
-  *out = ifs[0].addr;
   return kOk;
 }
 
@@ -365,20 +187,14 @@ Status Bootstrap::init(const UniqueIdData& id, int rank, int nranks, Deadline de
     return CC_ERROR(Status::kInvalidArgument, "the ccUniqueId is not valid (was it made by ccGetUniqueId?)");
   if (rank == 0) CC_CHECK(maybeStartFixedRoot(id, root));
 
-  SocketAddress listenAddr, bound;
-  CC_CHECK(listenAddressFor(root, &listenAddr));
-  Socket listener;
-  IoStatus io = Socket::listen(listenAddr, &listener, &bound);
-  if (!io.ok())
-    return CC_ERROR(Status::kSystemError, "bootstrap: rank %d cannot listen on %s: %s", rank,
-                    listenAddr.hostString().c_str(), io.describe().c_str());
-
+  std::shared_ptr<LocalJob> job;
+  CC_CHECK(LocalJob::acquire(id, root, rank, &job));
   std::vector<Peer> peers;
-  CC_CHECK(registerWithRoot(id, root, rank, nranks, bound, deadline, &peers));
-  auto b = std::make_unique<SocketBootstrap>(rank, nranks, id.secret, std::move(peers), std::move(listener));
-  CC_CHECK(b->connectRing(deadline));
-  CC_INFO(kSubsysBootstrap, "bootstrap: rank %d of %d ready (listening on %s)", rank, nranks, bound.toString().c_str());
-  *out = std::move(b);
+  CC_CHECK(registerWithRoot(id, root, rank, nranks, job->address(), deadline, &peers));
+  CC_CHECK(job->attach(rank, std::move(peers)));
+  CC_INFO(kSubsysBootstrap, "bootstrap: rank %d of %d ready (its process listens on %s)", rank, nranks,
+          job->address().toString().c_str());
+  *out = std::make_unique<LocalBootstrap>(rank, nranks, std::move(job));
   return kOk;
 }
 

@@ -3,10 +3,15 @@
 //
 // ccGetUniqueId -> createUniqueId(): starts a root service thread in this process listening on a
 // TCP socket; the id carries the root's address and a random 128-bit secret. Every rank calls
-// Bootstrap::init with the id: it opens its own listener, registers (rank, nranks, listener
-// address, host name, secret) with the root, receives everyone's addresses, and connects a ring of
-// sockets (to rank+1, from rank-1). Every connection, to the root or between ranks, first presents
-// the secret; a connection that does not is closed without disturbing the job.
+// Bootstrap::init with the id: it joins the LocalJob of its process (local_job.h: one listener per
+// process and job, made by the first local rank), registers (rank, nranks, that listener's address,
+// host name, secret) with the root, and receives everyone's addresses; ranks with the same address
+// share a process. Ranks of one process exchange messages in memory; processes over one
+// connection per pair that talks, opened on first use. Every connection, to the root or between
+// processes, first presents the secret; a connection that does not is closed without disturbing
+// the job. Descriptors: during init two per rank (its registration and the root's end of it);
+// after init one listener and one eventfd per process and job spanning processes (none for a job
+// within one process), plus one socket per remote process it exchanged messages with.
 //
 // Threading: a Bootstrap is used by one thread at a time (the communicator's control path), except
 // abort(), which any thread may call to make blocked calls return promptly.
@@ -63,7 +68,7 @@ class Bootstrap {
   virtual const std::string& hostName(int rank) const = 0;
 
   // In place: `data` holds nranks slots of `bytesPerRank`; this rank's slot is filled on entry,
-  // all slots on return. Runs over the ring.
+  // all slots on return. Gathered in memory within a process, then around the ring of processes.
   virtual Status allGather(void* data, size_t bytesPerRank, Deadline deadline) = 0;
   // Returns when every rank has entered.
   virtual Status barrier(Deadline deadline) = 0;

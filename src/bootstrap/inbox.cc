@@ -1,4 +1,4 @@
-// Inbox: accepting, authenticating and incrementally reading connections from other ranks.
+// Inbox: accepting, authenticating and incrementally reading connections from other processes.
 #include "bootstrap/inbox.h"
 
 #include <cerrno>
@@ -8,20 +8,17 @@
 
 namespace collcomm::detail {
 
-Inbox::Inbox(Socket listener, const uint64_t secret[2], int rank, int nranks)
-    : listener_(std::move(listener)),
-      rank_(rank),
-      nranks_(nranks),
-      openFrom_(nranks, 0),
-      gone_(nranks, 0),
-      goneWhy_(nranks) {
+Inbox::Inbox(Socket listener, const uint64_t secret[2], std::vector<int> procOf, int selfProc)
+    : listener_(std::move(listener)), procOf_(std::move(procOf)), selfProc_(selfProc) {
   secret_[0] = secret[0];
   secret_[1] = secret[1];
 }
 
-void Inbox::poll(pollfd* extra, size_t nExtra, int timeoutMs) {
+void Inbox::poll(pollfd* extra, size_t nExtra, int timeoutMs, Events* ev) {
   fds_.assign(extra, extra + nExtra);
-  fds_.push_back(pollfd{listener_.fd(), POLLIN, 0});
+  // Out of descriptors, the waiting connection keeps the listener readable: look again later.
+  const bool acceptPaused = std::chrono::steady_clock::now() < acceptPausedUntil_;
+  fds_.push_back(pollfd{listener_.fd(), static_cast<short>(acceptPaused ? 0 : POLLIN), 0});
   for (auto& c : conns_) fds_.push_back(pollfd{c->sock.fd(), POLLIN, 0});
   int n = ::poll(fds_.data(), fds_.size(), timeoutMs);
   for (size_t i = 0; i < nExtra; ++i) extra[i].revents = n > 0 ? fds_[i].revents : 0;
@@ -29,13 +26,13 @@ void Inbox::poll(pollfd* extra, size_t nExtra, int timeoutMs) {
     // conns_ may grow in acceptPending, so read the polled ones first.
     size_t polled = conns_.size();
     for (size_t i = 0; i < polled; ++i) {
-      if (fds_[nExtra + 1 + i].revents != 0 && conns_[i]->sock.valid()) readFrom(*conns_[i]);
+      if (fds_[nExtra + 1 + i].revents != 0 && conns_[i]->sock.valid()) readFrom(*conns_[i], ev);
     }
     if (fds_[nExtra].revents != 0) acceptPending();
   }
   auto now = std::chrono::steady_clock::now();
   for (auto& c : conns_) {
-    if (c->sock.valid() && c->src < 0 && now - c->acceptedAt >= std::chrono::milliseconds(wire::kHelloTimeoutMs))
+    if (c->sock.valid() && c->proc < 0 && now - c->acceptedAt >= std::chrono::milliseconds(wire::kHelloTimeoutMs))
       reject(*c, "it sent no hello");
   }
   std::erase_if(conns_, [](const std::unique_ptr<Conn>& c) { return !c->sock.valid(); });
@@ -46,7 +43,9 @@ void Inbox::acceptPending() {
     auto c = std::make_unique<Conn>();
     IoStatus s = listener_.tryAccept(&c->sock, &c->from);
     if (!s.ok()) {
-      CC_INFO(kSubsysBootstrap, "bootstrap rank %d: accept failed: %s", rank_, s.describe().c_str());
+      // EMFILE and the like: the connection stays in the backlog; a later poll tries again.
+      CC_INFO(kSubsysBootstrap, "bootstrap: accept failed: %s", s.describe().c_str());
+      acceptPausedUntil_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAcceptPauseMs);
       return;
     }
     if (!c->sock.valid()) return;
@@ -56,50 +55,42 @@ void Inbox::acceptPending() {
 }
 
 void Inbox::reject(Conn& c, const char* why) {
-  CC_INFO(kSubsysBootstrap, "bootstrap rank %d: closed a connection from %s: %s", rank_, c.from.toString().c_str(),
-          why);
+  CC_INFO(kSubsysBootstrap, "bootstrap: closed a connection from %s: %s", c.from.toString().c_str(), why);
   c.sock.close();
 }
 
-void Inbox::lost(Conn& c, const std::string& why) {
+void Inbox::lost(Conn& c, const std::string& why, Events* ev) {
   c.sock.close();
-  if (--openFrom_[c.src] == 0) {
-    gone_[c.src] = 1;
-    goneWhy_[c.src] = why;
-  }
+  ev->lost.emplace_back(c.proc, why);
 }
 
-bool Inbox::onHello(Conn& c) {
+bool Inbox::onHello(Conn& c, Events* ev) {
   const wire::HelloMsg& h = c.hello;
   if (!wire::sameSecret(h.secret, secret_)) {
-    reject(c, "wrong secret (another job's rank?)");
+    reject(c, "wrong secret (another job's process?)");
     return false;
   }
-  if (h.srcRank < 0 || h.srcRank >= nranks_ || h.srcRank == rank_) {
-    reject(c, "its rank is out of range");
+  if (h.srcRank < 0 || h.srcRank >= static_cast<int>(procOf_.size()) || procOf_[h.srcRank] == selfProc_) {
+    reject(c, "its rank is out of range or belongs to this process");
     return false;
   }
-  if (h.kind == static_cast<uint32_t>(wire::ConnKind::kRing)) {
-    if (ringSeen_ || h.srcRank != (rank_ + nranks_ - 1) % nranks_) {
-      reject(c, "unexpected ring connection");
-      return false;
-    }
-    ringSeen_ = true;
-    ring_ = std::move(c.sock);  // leaves c invalid: erased from conns_ after this round
-    return false;
-  }
-  if (h.kind != static_cast<uint32_t>(wire::ConnKind::kP2p)) {
-    reject(c, "unknown connection kind");
-    return false;
-  }
-  c.src = h.srcRank;
-  ++openFrom_[c.src];
-  gone_[c.src] = 0;
+  c.proc = procOf_[h.srcRank];
+  ev->opened.push_back(c.proc);
   return true;
 }
 
-void Inbox::readFrom(Conn& c) {
-  while (c.src < 0) {
+const char* Inbox::badHeader(const Conn& c) const {
+  const wire::MsgHeader& h = c.header;
+  const int n = static_cast<int>(procOf_.size());
+  if (h.bytes > wire::kMaxMessageBytes) return "it sent a corrupted message header (size)";
+  if (h.src < 0 || h.src >= n || procOf_[h.src] != c.proc) return "it sent a message from a rank of another process";
+  if (h.dst < 0 || h.dst >= n || procOf_[h.dst] != selfProc_) return "it sent a message for a rank of another process";
+  if (h.channel > static_cast<uint32_t>(wire::Channel::kLeft)) return "it sent a message on an unknown channel";
+  return nullptr;
+}
+
+void Inbox::readFrom(Conn& c, Events* ev) {
+  if (c.proc < 0) {
     IoStatus s = c.sock.recvSome(&c.hello, sizeof(c.hello), &c.helloGot);
     if (!s.ok()) {
       if (c.helloGot > 0) reject(c, "it closed during its hello");
@@ -111,20 +102,19 @@ void Inbox::readFrom(Conn& c) {
       return;
     }
     if (c.helloGot < sizeof(c.hello)) return;
-    if (!onHello(c)) return;
+    if (!onHello(c, ev)) return;
   }
   for (;;) {
     if (!c.inPayload) {
       IoStatus s = c.sock.recvSome(&c.header, sizeof(c.header), &c.headerGot);
       if (!s.ok()) {
-        lost(c, c.headerGot != 0 ? "it closed in the middle of a message" : s.err != 0 ? s.describe() : "");
+        lost(c, c.headerGot != 0 ? "it closed in the middle of a message" : s.err != 0 ? s.describe() : "", ev);
         return;
       }
       if (c.headerGot < sizeof(c.header)) return;
-      if (c.header.bytes > wire::kMaxMessageBytes) {
-        CC_WARN("bootstrap rank %d: rank %d sent a message header of %llu bytes; closing its connection", rank_, c.src,
-                static_cast<unsigned long long>(c.header.bytes));
-        lost(c, "it sent a corrupted message header");
+      if (const char* why = badHeader(c)) {
+        CC_WARN("bootstrap: the connection from %s: %s; closing it", c.from.toString().c_str(), why);
+        lost(c, why, ev);
         return;
       }
       c.payload.assign(c.header.bytes, 0);
@@ -133,37 +123,16 @@ void Inbox::readFrom(Conn& c) {
     }
     IoStatus s = c.sock.recvSome(c.payload.data(), c.payload.size(), &c.payloadGot);
     if (!s.ok()) {
-      lost(c, "it closed in the middle of a message");
+      lost(c, "it closed in the middle of a message", ev);
       return;
     }
     if (c.payloadGot < c.payload.size()) return;
-    queues_[{c.src, c.header.tag}].push_back(std::move(c.payload));
+    ev->messages.push_back(Message{c.header.src, c.header.dst, static_cast<wire::Channel>(c.header.channel),
+                                   c.header.tag, std::move(c.payload)});
     c.payload = {};
     c.inPayload = false;
     c.headerGot = 0;
   }
 }
-
-bool Inbox::take(int peer, uint64_t tag, std::vector<char>* out) {
-  auto it = queues_.find({peer, tag});
-  if (it == queues_.end()) return false;
-  *out = std::move(it->second.front());
-  it->second.pop_front();
-  if (it->second.empty()) queues_.erase(it);
-  return true;
-}
-
-void Inbox::deliverLocal(uint64_t tag, const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  queues_[{rank_, tag}].emplace_back(p, p + size);
-}
-
-bool Inbox::peerGone(int peer, std::string* why) const {
-  if (openFrom_[peer] != 0 || !gone_[peer]) return false;
-  *why = goneWhy_[peer];
-  return true;
-}
-
-Socket Inbox::takeRing() { return std::move(ring_); }
 
 }  // namespace collcomm::detail

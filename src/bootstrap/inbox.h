@@ -1,26 +1,24 @@
-// The receiving side of one rank's bootstrap: owns the rank's listener and every connection other
-// ranks open to it, and keeps the messages they carry until asked for.
+// The receiving side of one process's part of a job: owns the process's listener and every
+// connection other processes of the job open to it, and turns what they carry into messages.
 //
-// Listener dispatch: every connection starts with a wire::HelloMsg {magic, secret, srcRank, kind}.
-// A kRing hello from rank-1 becomes the ring's receive socket (handed out by takeRing); a kP2p hello
-// makes the connection a stream of {tag, bytes, payload} messages from srcRank, queued per (peer,
-// tag) in arrival order. A wrong magic or secret, an unexpected ring hello, or a connection silent
-// for wire::kHelloTimeoutMs is closed (logged at INFO) without disturbing anything else.
+// Every connection starts with a wire::HelloMsg {magic, version, secret, srcRank}; srcRank names
+// the connecting process through the address table. Then it is a stream of {src, dst, channel,
+// tag, bytes, payload} messages from ranks of that process to ranks of this one. A wrong magic or
+// secret, a rank of this process or out of range, a message whose src or dst does not fit the
+// connection, or a connection silent for wire::kHelloTimeoutMs is closed (logged at INFO) without
+// disturbing anything else.
 //
-// Connections are only read inside poll(), which the owning Bootstrap calls from every wait (send,
-// recv, allGather, init), so a rank blocked sending to a busy peer still drains what others send
-// to it. Not thread-safe: used by the Bootstrap's one control thread.
+// Not thread-safe: used by whichever thread currently polls for the process (LocalJob hands that
+// role to one waiting rank at a time). It takes no locks and keeps no queues: poll() returns what
+// arrived, the caller files it.
 #pragma once
 
 #include <poll.h>
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "bootstrap/socket.h"
@@ -30,27 +28,36 @@ namespace collcomm::detail {
 
 class Inbox {
  public:
-  Inbox(Socket listener, const uint64_t secret[2], int rank, int nranks);
+  // How long the listener rests after accept failed (out of descriptors).
+  static constexpr int kAcceptPauseMs = 20;
+
+  struct Message {
+    int src;
+    int dst;
+    wire::Channel channel;
+    uint64_t tag;
+    std::vector<char> payload;
+  };
+  // What one poll() saw: complete messages, and connections from a process opened or lost.
+  struct Events {
+    std::vector<Message> messages;
+    std::vector<int> opened;                        // process index, once per identified connection
+    std::vector<std::pair<int, std::string>> lost;  // process index, how it ended ("" for a close)
+  };
+
+  // procOf[rank]: the process index of each rank (from the address table); selfProc: this one's.
+  Inbox(Socket listener, const uint64_t secret[2], std::vector<int> procOf, int selfProc);
 
   // Waits up to timeoutMs for incoming activity or for any of the caller's `extra` fds (their
-  // revents are filled in), then reads whatever incoming data is ready.
-  void poll(pollfd* extra, size_t nExtra, int timeoutMs);
-  // Moves the oldest queued message from `peer` with `tag` into *out; false if there is none.
-  bool take(int peer, uint64_t tag, std::vector<char>* out);
-  // A message to self: queued as if it came from this rank.
-  void deliverLocal(uint64_t tag, const void* data, size_t size);
-  // True when `peer` had connected to us and no connection from it is open any more; *why says
-  // how the last one ended ("" for a plain close). Queued messages from it stay available.
-  bool peerGone(int peer, std::string* why) const;
-  // The ring connection from rank-1 once it has arrived (an invalid Socket before). Once only.
-  Socket takeRing();
+  // revents are filled in), then reads whatever incoming data is ready into *ev.
+  void poll(pollfd* extra, size_t nExtra, int timeoutMs, Events* ev);
 
  private:
   struct Conn {
     Socket sock;
     SocketAddress from;
     std::chrono::steady_clock::time_point acceptedAt;
-    int src = -1;  // set by a valid p2p hello
+    int proc = -1;  // set by a valid hello
     wire::HelloMsg hello{};
     size_t helloGot = 0;
     wire::MsgHeader header{};
@@ -61,24 +68,21 @@ class Inbox {
   };
 
   void acceptPending();
-  void readFrom(Conn& c);
+  void readFrom(Conn& c, Events* ev);
   // Returns false (and closes c) if the hello is not acceptable.
-  bool onHello(Conn& c);
+  bool onHello(Conn& c, Events* ev);
+  // Why the header cannot be accepted on this connection, or nullptr.
+  const char* badHeader(const Conn& c) const;
   void reject(Conn& c, const char* why);
-  void lost(Conn& c, const std::string& why);
+  void lost(Conn& c, const std::string& why, Events* ev);
 
   Socket listener_;
   uint64_t secret_[2];
-  int rank_;
-  int nranks_;
+  std::vector<int> procOf_;
+  int selfProc_;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<pollfd> fds_;
-  std::map<std::pair<int, uint64_t>, std::deque<std::vector<char>>> queues_;
-  std::vector<int> openFrom_;         // identified open connections per peer
-  std::vector<char> gone_;            // per peer: its last connection ended (and none is open)
-  std::vector<std::string> goneWhy_;  // how it ended ("" for a plain close)
-  Socket ring_;
-  bool ringSeen_ = false;
+  std::chrono::steady_clock::time_point acceptPausedUntil_{};
 };
 
 }  // namespace collcomm::detail

@@ -2,7 +2,9 @@
 // incrementally into its RegisterMsg, so a slow or hostile connection never blocks the others.
 #include "bootstrap/root_service.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -56,6 +58,9 @@ class RootService {
   };
 
   void acceptPending();
+  // Out of descriptors: answers every connection waiting in the backlog with `sentence` through the
+  // spare descriptor (closed to make room, then reopened), so no rank waits for its deadline.
+  void refuseWaiting(const std::string& sentence);
   void readFrom(Conn& c);
   void onRegistration(Conn& c);
   // Marks the job failed and answers every registered rank with `sentence`.
@@ -66,6 +71,7 @@ class RootService {
   int pollTimeoutMs() const;
 
   Socket listener_;
+  Socket spare_{open("/dev/null", O_RDONLY | O_CLOEXEC)};  // given up when accept runs out of descriptors
   SocketAddress addr_;
   uint64_t secret_[2];
   double timeoutSeconds_;
@@ -109,7 +115,9 @@ void RootService::run() {
       }
     }
     std::erase_if(conns_, [](const std::unique_ptr<Conn>& c) { return !c->sock.valid(); });
-    if (failed_ && answered_ >= maxNranks_) break;
+    // (A failure before any registration was read, maxNranks_ 0, keeps serving: the ranks whose
+    // connections wait in the backlog are answered as they come.)
+    if (failed_ && maxNranks_ > 0 && answered_ >= maxNranks_) break;
 
     fds.assign(1, pollfd{listener_.fd(), POLLIN, 0});
     for (auto& c : conns_) fds.push_back(pollfd{c->sock.fd(), POLLIN, 0});
@@ -143,12 +151,44 @@ void RootService::acceptPending() {
     IoStatus s = listener_.tryAccept(&c->sock, &c->peer);
     if (!s.ok()) {
       CC_INFO(kSubsysBootstrap, "bootstrap root %s: accept failed: %s", addr_.toString().c_str(), s.describe().c_str());
+      if (s.err == EMFILE || s.err == ENFILE) {
+        rlimit limit{};
+        getrlimit(RLIMIT_NOFILE, &limit);
+        char buf[320];
+        snprintf(buf, sizeof(buf),
+                 "bootstrap: the root at %s cannot accept more registrations: %s (RLIMIT_NOFILE %llu); raise the "
+                 "limit (ulimit -n) or start fewer ranks in the root's process",
+                 addr_.toString().c_str(), strerror(s.err), static_cast<unsigned long long>(limit.rlim_cur));
+        if (!failed_) fail(Status::kSystemError, buf);
+        refuseWaiting(failSentence_);
+      }
       return;
     }
     if (!c->sock.valid()) return;
     c->acceptedAt = Clock::now();
     conns_.push_back(std::move(c));
   }
+}
+
+void RootService::refuseWaiting(const std::string& sentence) {
+  while (spare_.valid()) {
+    spare_.close();
+    Socket c;
+    IoStatus s = listener_.tryAccept(&c);
+    const bool got = s.ok() && c.valid();
+    if (got) {
+      // The rank sent its registration at once and now waits for this answer.
+      wire::ReplyHeader h{wire::kMagic, static_cast<int32_t>(Status::kSystemError), sentence.size()};
+      Deadline d = deadlineInMs(kAnswerSendMs);
+      IoStatus w = c.sendAll(&h, sizeof(h), d, nullptr);
+      if (w.ok()) c.sendAll(sentence.data(), sentence.size(), d, nullptr);
+      c.close();
+    }
+    spare_ = Socket(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!got) return;
+  }
+  // No spare: leave the listener alone for a moment rather than spin on it.
+  poll(nullptr, 0, 10);
 }
 
 void RootService::readFrom(Conn& c) {

@@ -1,5 +1,6 @@
 // Wire formats of the bootstrap's TCP connections: rank -> root registration and the root's
-// answer, and the rank -> rank hello and message framing. All ranks of a job run the same build on
+// answer, and the process -> process hello and message framing (one connection carries the
+// messages of every rank of one process to ranks of another). All ranks of a job run the same build on
 // the same architecture, so structs travel as they are in memory (host byte order).
 #pragma once
 
@@ -9,7 +10,7 @@
 namespace collcomm::detail::wire {
 
 inline constexpr uint32_t kMagic = 0x43434253;  // "CCBS"
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 inline constexpr size_t kHostNameBytes = 64;
 // Largest rank-to-rank control message; a bigger header means a corrupted stream.
 inline constexpr uint64_t kMaxMessageBytes = 1ull << 30;
@@ -20,7 +21,7 @@ inline constexpr int kHelloTimeoutMs = 3000;
 
 // One rank's entry in the address table.
 struct PeerEntry {
-  uint8_t addr[28];  // sockaddr_in or sockaddr_in6 of the rank's listener
+  uint8_t addr[28];  // sockaddr_in or sockaddr_in6 of the listener of the rank's process (per job)
   uint32_t addrLen;
   char host[kHostNameBytes];  // NUL-terminated
   int32_t pid;
@@ -48,19 +49,26 @@ struct ReplyHeader {
   uint64_t bytes;
 };
 
-enum class ConnKind : uint32_t { kRing = 1, kP2p = 2 };
-
-// rank -> rank: first message on every connection between ranks.
+// process -> process: first message on every connection between the processes of a job. srcRank
+// is any rank of the connecting process (it names the process through the address table).
 struct HelloMsg {
   uint32_t magic;
   uint32_t version;
   uint64_t secret[2];
   int32_t srcRank;
-  uint32_t kind;  // ConnKind
+  uint32_t reserved;
 };
 
-// rank -> rank on a p2p connection: before each message's payload.
+// Which queue a message joins: the user's tagged messages, or the allgather among processes;
+// kLeft (no payload) says that rank src left the job (its Bootstrap was destroyed).
+enum class Channel : uint32_t { kUser = 0, kGather = 1, kLeft = 2 };
+
+// process -> process: before each message's payload.
 struct MsgHeader {
+  int32_t src;
+  int32_t dst;
+  uint32_t channel;  // Channel
+  uint32_t reserved;
   uint64_t tag;
   uint64_t bytes;
 };

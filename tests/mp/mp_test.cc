@@ -10,11 +10,13 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -517,6 +519,45 @@ TEST(ProcessFailure, RankDyingMidAllReduceFailsPeersFast) { runDieJob("die-mid",
 // former first; in die-mid which survivor notices first varies from run to run.
 TEST(ProcessFailure, EverySurvivorNamesTheDeadRank) { runDieJob("die", true); }
 TEST(ProcessFailure, RankDyingMidAllReduceOverNetFailsPeersFast) { runDieJob("die-mid", false, true); }
+
+// ---- many ranks (issue 22) ----
+
+// 64 ranks as processes initialise and reduce exactly with the default descriptor limit (1024) in
+// every worker and in this driver, where the root service takes their 64 registrations.
+TEST(ProcessManyRanks, SixtyFourProcessesUnderTheDefaultFdLimit) {
+  rlimit old{};
+  getrlimit(RLIMIT_NOFILE, &old);
+  rlimit lowered = old;
+  lowered.rlim_cur = std::min<rlim_t>(1024, old.rlim_max);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lowered), 0) << strerror(errno);
+  WorkerJob job("once", 64, {"COLLCOMM_TIMEOUT=60"}, kDeadlineSeconds);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string err = job.run();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  setrlimit(RLIMIT_NOFILE, &old);
+  ASSERT_EQ(err, "");
+  printf("64 processes: spawned, initialised, reduced and exited in %.2f s\n", s);
+  expectAllSucceeded(job, 64);
+  expectNoShmLeft(job);
+}
+
+// Three processes of three thread ranks each: the ranks of a process share its bootstrap part
+// (mailboxes, the leaders' ring of process blocks, one connection per pair of processes) and mix
+// P2P within a process with SHM across; AlltoAll connects every pair.
+TEST(ProcessManyRanks, ThreadRanksInSeveralProcesses) {
+  WorkerJob job("threads", 3, {"COLLCOMM_TIMEOUT=60", "CC_MP_THREADS=3"}, kDeadlineSeconds);
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 3);
+  expectNoShmLeft(job);
+}
+
+// A thread rank of a multi-rank process leaves the job while its process stays: a rank of another
+// process waiting for it is told so at once (over the processes' shared connection).
+TEST(ProcessManyRanks, ThreadRankLeavingIsSeenByOtherProcesses) {
+  WorkerJob job("leave", 2, {"COLLCOMM_TIMEOUT=30"}, 60);
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 2);
+}
 
 // ---- ranks on separate "hosts": network namespaces joined by a bridge ----
 

@@ -5,14 +5,17 @@
 //
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
 // environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
-// sweep, p2p, die, die-mid, linkdown, hang (see the functions below).
+// sweep, p2p, die, die-mid, linkdown, once, threads, leave, hang (see the functions below).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
 // 2 for bad command-line use; 3 (die scenarios, also with a FAIL line) when everything held except
 // that the error sentence named another rank than the dead one; 9 is the rank the die scenarios
 // kill on purpose; 124 from the watchdog (the scenario did not finish in time).
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -22,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/bootstrap.h"
 #include "collcomm.h"
 #include "support/coll_check.h"
 #include "support/watchdog.h"
@@ -125,6 +129,102 @@ int runSweep(ccComm_t comm, int rank, int nranks) {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   say("%zu cases passed in %.1f s", cases.size(), s);
+  return 0;
+}
+
+// ---- once: many processes, each under the default descriptor limit, init and one AllReduce ----
+
+// The soft RLIMIT_NOFILE most systems start processes with; workerMain sets it before init.
+constexpr rlim_t kDefaultFdLimit = 1024;
+
+int runOnce(ccComm_t comm, int rank, int nranks) {
+  const std::string f = runCase(comm, rank, nranks, CaseSpec{Coll::kAllReduce, ccInt32, ccSum, 1001, false, 0});
+  if (!f.empty()) return fail(f);
+  if (rank == 0) say("AllReduce of 1001 int32 over %d processes exact", nranks);
+  return 0;
+}
+
+// ---- threads: several thread ranks in each process (CC_MP_THREADS of them, default 3) ----
+
+// Process `proc` of `procs` runs ranks proc*T .. proc*T+T-1 of procs*T, each on its own thread:
+// init, AllReduce, AllGather and AlltoAll (which connects every pair of ranks, in this process
+// and across), all checked exactly, then destroy. Ranks of one process share its bootstrap part.
+int runThreadRanks(const ccUniqueId& id, int proc, int procs) {
+  const char* env = getenv("CC_MP_THREADS");
+  const int perProc = env != nullptr ? atoi(env) : 3;
+  if (perProc < 1) return fail("CC_MP_THREADS must be a positive number");
+  const int nranks = procs * perProc;
+  std::vector<std::string> errors(perProc);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < perProc; ++i) {
+    threads.emplace_back([&, i] {
+      const int rank = proc * perProc + i;
+      ccComm_t comm = nullptr;
+      const ccResult_t r = ccCommInitRank(&comm, nranks, id, rank);
+      if (r != ccSuccess) {
+        errors[i] = callFailed("ccCommInitRank", r, nullptr);
+        return;
+      }
+      for (Coll c : {Coll::kAllReduce, Coll::kAllGather, Coll::kAlltoAll}) {
+        errors[i] = runCase(comm, rank, nranks, CaseSpec{c, ccInt32, ccSum, 257, false, 0});
+        if (!errors[i].empty()) break;
+      }
+      if (errors[i].empty()) {
+        ccCommDestroy(comm);
+      } else {
+        ccCommAbort(comm);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < perProc; ++i)
+    if (!errors[i].empty()) return fail("rank " + std::to_string(proc * perProc + i) + ": " + errors[i]);
+  say("%d thread ranks of %d passed", perProc, nranks);
+  return 0;
+}
+
+// ---- leave: a thread rank leaves; a rank of another process waiting for it hears so at once ----
+
+// Two processes of two thread ranks each (ranks 0,1 | 2,3), on the bootstrap alone: after a
+// barrier rank 1 destroys its bootstrap while rank 0 keeps process 0 in the job; rank 2's wait for
+// a message from rank 1 must end with a sentence naming it within 3 s, not at the deadline.
+int runLeave(const ccUniqueId& uid, int proc) {
+  using namespace collcomm::detail;
+  UniqueIdData id{};
+  if (decodeUniqueId(uid, &id) != kOk) return fail("the unique id does not decode");
+  std::string errors[2];
+  std::thread threads[2];
+  for (int i = 0; i < 2; ++i) {
+    threads[i] = std::thread([&, i] {
+      const int rank = proc * 2 + i;
+      const Deadline d = Deadline::afterSeconds(10);
+      std::unique_ptr<Bootstrap> b;
+      std::string& err = errors[i];
+      if (Bootstrap::init(id, rank, 4, d, &b) != kOk) {
+        err = "init: " + threadLastError();
+        return;
+      }
+      if (b->barrier(d) != kOk) {
+        err = "barrier: " + threadLastError();
+        return;
+      }
+      uint8_t byte = 0;
+      if (rank == 2) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const Status s = b->recv(1, 77, &byte, 1, d);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const std::string msg = threadLastError();
+        if (s != Status::kRemoteError || msg.find("rank 1 (host ") == std::string::npos || took > 3)
+          err = "waiting for the rank that left ended after " + std::to_string(took) + " s with \"" + msg + "\"";
+        if (b->send(0, 78, &byte, 1, d) != kOk) err += " send: " + threadLastError();
+      } else if (rank == 0 && b->recv(2, 78, &byte, 1, d) != kOk) {
+        err = "recv: " + threadLastError();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 2; ++i)
+    if (!errors[i].empty()) return fail("rank " + std::to_string(proc * 2 + i) + ": " + errors[i]);
   return 0;
 }
 
@@ -386,7 +486,8 @@ int workerMain(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
     fprintf(stderr,
-            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|hang --nranks=N --rank=R [--id=HEX|commid]\n"
+            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|threads|leave|hang --nranks=N --rank=R "
+            "[--id=HEX|commid]\n"
             "       [--watchdog=SECONDS]\n"
             "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
             argv[0]);
@@ -407,14 +508,30 @@ int workerMain(int argc, char** argv) {
     Watchdog dog(a.watchdogSeconds, g_label);
     for (;;) pause();
   }
-  int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"     ? runSweep
-                                        : a.scenario == "p2p"     ? runP2p
-                                        : a.scenario == "die"     ? runDieEarly
-                                        : a.scenario == "die-mid" ? runDieMid
+  // `threads`: --rank and --nranks count processes; each runs several ranks (no single init here).
+  if (a.scenario == "threads") {
+    Watchdog dog(a.watchdogSeconds, g_label);
+    return runThreadRanks(id, a.rank, a.nranks);
+  }
+  if (a.scenario == "leave") {
+    Watchdog dog(a.watchdogSeconds, g_label);
+    return runLeave(id, a.rank);
+  }
+  int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"      ? runSweep
+                                        : a.scenario == "p2p"      ? runP2p
+                                        : a.scenario == "die"      ? runDieEarly
+                                        : a.scenario == "die-mid"  ? runDieMid
                                         : a.scenario == "linkdown" ? runLinkDown
-                                                                  : nullptr;
+                                        : a.scenario == "once"     ? runOnce
+                                                                   : nullptr;
   if (scenario == nullptr)
-    return fail("unknown scenario \"" + a.scenario + "\" (sweep, p2p, die, die-mid, linkdown or hang)");
+    return fail("unknown scenario \"" + a.scenario + "\" (sweep, p2p, die, die-mid, linkdown, once or hang)");
+  if (a.scenario == "once") {
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = std::min(kDefaultFdLimit, limit.rlim_max);
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return fail(std::string("setrlimit: ") + strerror(errno));
+  }
   // Ends this process with a message if the scenario hangs; the driver's own deadline is later.
   Watchdog dog(a.watchdogSeconds, g_label);
   ccComm_t comm = nullptr;
