@@ -180,7 +180,7 @@ ccResult_t ccCommFinalize(ccComm_t comm) {
   comm->finalized = true;
   if (comm->worker && comm->worker->busy()) {
     if (comm->config.blocking == 0) return scope.finish(Status::kInProgress);
-    comm->worker->waitAll(std::chrono::hours(24 * 365));
+    comm->worker->drain();
   }
   return scope.finish(kOk);
 }
@@ -193,7 +193,7 @@ ccResult_t ccCommDestroy(ccComm_t comm) {
   groupForget(comm);
   // Queued work (a non-blocking init or operation) is waited for, each step bounded by the
   // communicator's timeout; ccCommAbort is the call that stops it.
-  if (comm->worker) comm->worker->waitAll(std::chrono::hours(24 * 365));
+  if (comm->worker) comm->worker->drain();
   if (!waitIdle(comm, 0, std::chrono::milliseconds(0)))
     return toResult(CC_ERROR(Status::kInvalidUsage,
                              "ccCommDestroy: rank %d's communicator is in use by another thread; use ccCommAbort to "
@@ -209,15 +209,15 @@ ccResult_t ccCommAbort(ccComm_t comm) {
   Status s = checkComm(comm);
   if (!isOk(s)) return toResult(s);
   comm->abortFlag.store(1);  // before abortBootstrap's lock: see ccComm::adoptBootstrap
-  comm->abortBootstrap();
+  const bool bootstrapStopped = comm->abortBootstrap();
   groupForget(comm);
   if (comm->worker) {
     // Queued work is dropped; the running job sees the flag, or the aborted bootstrap, and ends.
-    // Its connections are the worker's until then (an init may still be making them).
+    // Its connections are the worker's until then (an init may still be making them). An init
+    // still joining the job (no bootstrap yet) cannot be interrupted: no use waiting for it.
     comm->worker->stop();
-    const auto limit = std::chrono::milliseconds(900);
-    const bool workerDone = comm->worker->waitAll(limit);
-    if (!waitIdle(comm, 0, limit)) {
+    const bool workerDone = comm->worker->waitAll(std::chrono::milliseconds(bootstrapStopped ? 900 : 0));
+    if (!waitIdle(comm, 0, std::chrono::milliseconds(900))) {
       comm->magic = kCommDeadMagic;  // another thread is still inside: kept (leaked), never pulled from under it
       return ccSuccess;
     }

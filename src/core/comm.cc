@@ -34,9 +34,11 @@ Status ccComm::adoptBootstrap(std::unique_ptr<Bootstrap> made) {
   return CC_ERROR(Status::kRemoteError, "rank %d's communicator was aborted during its initialisation", rank);
 }
 
-void ccComm::abortBootstrap() {
+bool ccComm::abortBootstrap() {
   std::lock_guard<std::mutex> lock(bootstrapMu_);
-  if (bootstrap) bootstrap->abort();
+  if (!bootstrap) return false;
+  bootstrap->abort();
+  return true;
 }
 
 ConnSetup ccComm::connSetup(Deadline deadline) const {

@@ -136,8 +136,9 @@ struct ccComm {
   // Installs the bootstrap that init made; fails (and aborts it) if ccCommAbort came first. With
   // abortBootstrap, lets ccCommAbort stop an init running on the worker.
   collcomm::detail::Status adoptBootstrap(std::unique_ptr<collcomm::detail::Bootstrap> made);
-  // Any thread: makes the bootstrap's blocked and later calls return promptly.
-  void abortBootstrap();
+  // Any thread: makes the bootstrap's blocked and later calls return promptly. False if init has
+  // not installed one yet (it is still joining the job, which cannot be interrupted from here).
+  bool abortBootstrap();
 
  private:
   std::mutex bootstrapMu_;  // bootstrap's installation against abortBootstrap

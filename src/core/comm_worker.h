@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -47,6 +48,8 @@ class CommWorker {
   void wait(uint64_t ticket);
   // Blocks until every submitted job has finished, or `limit` passes; true if they have.
   bool waitAll(std::chrono::milliseconds limit);
+  // Blocks until every submitted job has finished. Bounded by the jobs' own deadlines.
+  void drain() { wait(state_->submitted.load(std::memory_order_relaxed)); }
   // Whether submitted work has not finished yet. Acquire: once false, the jobs' effects are seen.
   bool busy() const {
     return state_->done.load(std::memory_order_acquire) != state_->submitted.load(std::memory_order_acquire);
