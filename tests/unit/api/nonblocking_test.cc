@@ -195,6 +195,43 @@ TEST_P(NonBlocking, BlockingInitInsideAGroupFromOneThread) {
   for (ccComm_t c : comms) EXPECT_EQ(ccCommDestroy(c), ccSuccess);
 }
 
+// Every rank's ccCommSplit from one thread inside a group, blocking and non-blocking parents: the
+// split runs with the parent's share; a non-blocking one is done when the parent says so.
+TEST_P(NonBlocking, SplitEveryRankFromOneThreadInAGroup) {
+  for (const int blocking : {1, 0}) {
+    cfg_.blocking = blocking;
+    ASSERT_EQ(ccGetUniqueId(&id_), ccSuccess);
+    std::vector<ccComm_t> comms(n_, nullptr), subs(n_, nullptr);
+    ASSERT_EQ(ccGroupStart(), ccSuccess);
+    for (int r = 0; r < n_; ++r) ASSERT_EQ(ccCommInitRankConfig(&comms[r], n_, id_, r, &cfg_), ccSuccess);
+    ASSERT_EQ(ccGroupEnd(), blocking ? ccSuccess : ccInProgress) << ccGetLastError(nullptr);
+    expectAllSettleOk(comms);
+    ASSERT_EQ(ccGroupStart(), ccSuccess);
+    // Two colors; keys reverse the order within each.
+    for (int r = 0; r < n_; ++r) ASSERT_EQ(ccCommSplit(comms[r], r % 2, -r, &subs[r], nullptr), ccSuccess);
+    ASSERT_EQ(ccGroupEnd(), blocking ? ccSuccess : ccInProgress) << ccGetLastError(nullptr);
+    expectAllSettleOk(comms);
+    std::vector<int32_t> v(n_);
+    for (int r = 0; r < n_; ++r) {
+      ASSERT_NE(subs[r], nullptr);
+      int rank = -1, count = 0;
+      EXPECT_EQ(ccCommUserRank(subs[r], &rank), ccSuccess);
+      EXPECT_EQ(ccCommCount(subs[r], &count), ccSuccess);
+      EXPECT_EQ(count, n_ / 2);
+      EXPECT_EQ(rank, (n_ - 1 - r) / 2);
+      v[r] = r;
+    }
+    ASSERT_EQ(ccGroupStart(), ccSuccess);
+    for (int r = 0; r < n_; ++r) ASSERT_EQ(ccAllReduce(&v[r], &v[r], 1, ccInt32, ccSum, subs[r], nullptr), ccSuccess);
+    ASSERT_EQ(ccGroupEnd(), blocking ? ccSuccess : ccInProgress) << ccGetLastError(nullptr);
+    expectAllSettleOk(subs);
+    // Even ranks: 0 + 2 + ... ; odd ranks: 1 + 3 + ...
+    for (int r = 0; r < n_; ++r) EXPECT_EQ(v[r], (n_ / 2) * (n_ / 2 - 1) + (r % 2) * (n_ / 2)) << "rank " << r;
+    for (ccComm_t c : subs) EXPECT_EQ(ccCommDestroy(c), ccSuccess);
+    for (ccComm_t c : comms) EXPECT_EQ(ccCommDestroy(c), ccSuccess);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, NonBlocking, ::testing::Values(2, 4, 8),
                          [](const ::testing::TestParamInfo<int>& p) { return std::to_string(p.param) + "ranks"; });
 
