@@ -181,6 +181,8 @@ ccComm* newComm(int nranks, int rank, const CommConfig& config) {
   comm->rank = rank;
   comm->nranks = nranks;
   comm->config = config;
+  // Read by ccCommAbort (waitIdle) from any thread, so set before the handle is handed out.
+  comm->asymmetricFence = asymmetricFenceReady();
   return comm;
 }
 
@@ -192,7 +194,6 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   hostSimdLevel();  // chosen (and logged) here rather than in the first operation
   const Deadline deadline = Deadline::afterSeconds(config.timeoutSeconds);
   comm->spinCount = static_cast<int>(std::max<int64_t>(0, paramInt(Param::kSpinCount)));
-  comm->asymmetricFence = asymmetricFenceReady();
   comm->fifoSizes = fifoSizesFromParams();
   comm->p2p.resize(nranks);
   comm->collPeers.resize(nranks);
