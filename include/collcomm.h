@@ -100,8 +100,10 @@ typedef struct ccConfig_v1 {
   size_t size;         /* sizeof(ccConfig_t), set by the initializer */
   unsigned int magic;  /* set by the initializer */
   unsigned int version;
-  int blocking;          /* 1 (default): calls return when done; 0: may return ccInProgress */
-  int device;            /* CUDA ordinal, or CC_DEVICE_HOST; default: the host when no GPU is usable */
+  int blocking; /* 1 (default): calls return when done. 0: init, operations, ccGroupEnd and ccCommFinalize
+                   may return ccInProgress; poll ccCommGetAsyncError until it is no longer ccInProgress */
+  int device;   /* CC_DEVICE_HOST (the default); a CUDA ordinal gets ccInvalidUsage until GPU communicators
+                   exist */
   const char* commName;  /* shown in logs and errors */
   int timeout;           /* seconds any wait may take (init included); default COLLCOMM_TIMEOUT */
   int minChannels;
@@ -125,22 +127,30 @@ ccResult_t ccGetVersion(int* version);
 ccResult_t ccGetUniqueId(ccUniqueId* uniqueId);
 
 /* Collective over all nranks: every rank calls it with the same id. Blocks until all have joined
- * or the timeout passes. */
+ * or the timeout passes; inside ccGroupStart/End (several ranks from one thread) it runs at
+ * ccGroupEnd; with config->blocking = 0 it returns ccInProgress at once with *comm set, and
+ * ccCommGetAsyncError(*comm) says when it is done. */
 ccResult_t ccCommInitRankConfig(ccComm_t* comm, int nranks, ccUniqueId commId, int rank, ccConfig_t* config);
 ccResult_t ccCommInitRank(ccComm_t* comm, int nranks, ccUniqueId commId, int rank);
-/* ndev communicators in this process; devlist NULL (or entries CC_DEVICE_HOST) makes host ones. */
+/* ndev communicators in this process; devlist NULL (or entries CC_DEVICE_HOST) makes host ones, and
+ * CUDA ordinals get ccInvalidUsage until GPU communicators exist. */
 ccResult_t ccCommInitAll(ccComm_t* comms, int ndev, const int* devlist);
 
 /* Collective over the parent: ranks with the same color form a new communicator, ordered by key
  * (then parent rank). CC_SPLIT_NOCOLOR gives *newcomm = NULL. */
 ccResult_t ccCommSplit(ccComm_t comm, int color, int key, ccComm_t* newcomm, ccConfig_t* config);
 
-/* Waits for outstanding work, then tears down connections in step with the peers. */
+/* Flushes queued work; no operation may follow. Non-blocking: ccInProgress until
+ * ccCommGetAsyncError says the work is done. */
 ccResult_t ccCommFinalize(ccComm_t comm);
-/* Frees the communicator (finalizing first if needed). */
+/* Frees the communicator, waiting first for its queued work (a non-blocking init or operation;
+ * each step is bounded by the timeout). */
 ccResult_t ccCommDestroy(ccComm_t comm);
-/* Stops everything in flight, from any thread and any state, and frees the communicator. */
+/* Stops everything in flight, from any thread and any state (an init in progress included), and
+ * frees the communicator. */
 ccResult_t ccCommAbort(ccComm_t comm);
+/* *asyncError: ccInProgress while the communicator's queued work runs, then ccSuccess or the first
+ * failure (described by ccGetLastError(comm)). */
 ccResult_t ccCommGetAsyncError(ccComm_t comm, ccResult_t* asyncError);
 
 const char* ccGetErrorString(ccResult_t result);
@@ -160,6 +170,8 @@ ccResult_t ccReduce(const void* sendbuff, void* recvbuff, size_t count, ccDataTy
                     ccComm_t comm, ccStream_t stream);
 ccResult_t ccBroadcast(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, int root,
                        ccComm_t comm, ccStream_t stream);
+/* NCCL's legacy broadcast: in place, buff is the root's data and every rank's result. */
+ccResult_t ccBcast(void* buff, size_t count, ccDataType_t datatype, int root, ccComm_t comm, ccStream_t stream);
 ccResult_t ccAllReduce(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, ccRedOp_t op,
                        ccComm_t comm, ccStream_t stream);
 /* recvcount elements per rank; sendbuff holds nranks*recvcount. */
@@ -181,7 +193,9 @@ ccResult_t ccSend(const void* sendbuff, size_t count, ccDataType_t datatype, int
                   ccStream_t stream);
 ccResult_t ccRecv(void* recvbuff, size_t count, ccDataType_t datatype, int peer, ccComm_t comm, ccStream_t stream);
 
-/* Operations between ccGroupStart and ccGroupEnd are queued and run together by ccGroupEnd. */
+/* Operations (and inits, splits) between ccGroupStart and ccGroupEnd are queued and run together by
+ * ccGroupEnd, each communicator's on its own thread; with non-blocking communicators ccGroupEnd
+ * returns ccInProgress. A group may not mix blocking and non-blocking communicators. */
 ccResult_t ccGroupStart(void);
 ccResult_t ccGroupEnd(void);
 

@@ -1,10 +1,12 @@
 // extern "C" shims for communicator lifecycle, queries, errors and version.
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
 #include "common/asymmetric_fence.h"
 #include "core/api_scope.h"
+#include "core/async.h"
 #include "core/enqueue.h"
 #include "core/group.h"
 #include "core/init.h"
@@ -18,48 +20,77 @@ Status initRank(ccComm** out, int nranks, const ccUniqueId& commId, int rank, co
   if (out == nullptr) return CC_ERROR(Status::kInvalidArgument, "ccCommInitRank: comm (the output pointer) is NULL");
   CommConfig cfg;
   CC_CHECK(resolveConfig(config, &cfg));
+  CC_CHECK(checkRankArgs(nranks, rank));
   UniqueIdData id{};
   CC_CHECK(decodeUniqueId(commId, &id));
+  // The handle exists before its setup runs (as in NCCL): a group or a non-blocking init hands it
+  // out at once, and the setup runs later or elsewhere.
+  ccComm* comm = newComm(nranks, rank, cfg);
+  auto setup = [comm, id] { return commSetup(comm, id); };
   if (groupDepth() > 0) {
-    *out = nullptr;
-    groupDefer([=] { return commInit(out, nranks, id, rank, cfg); });
+    const Status s = groupQueueInit(comm, out, setup);
+    if (!isOk(s)) {
+      commFree(comm);
+      return s;
+    }
+    *out = comm;
     return kOk;
   }
-  return commInit(out, nranks, id, rank, cfg);
+  if (cfg.blocking == 0) {
+    *out = comm;
+    return submitAsync(comm, setup);
+  }
+  const Status s = setup();
+  if (!isOk(s)) {
+    commFree(comm);
+    return s;
+  }
+  *out = comm;
+  return kOk;
 }
 
+// NCCL's ccCommInitAll: a fresh id and one ccCommInitRank per entry, in a group (so inside the
+// caller's own group the inits run at its ccGroupEnd). All or nothing.
 Status initAll(ccComm** comms, int ndev, const int* devlist) {
   if (comms == nullptr) return CC_ERROR(Status::kInvalidArgument, "ccCommInitAll: comms is NULL");
   if (ndev < 1) return CC_ERROR(Status::kInvalidArgument, "ccCommInitAll: ndev must be at least 1, not %d", ndev);
+  CommConfig cfg;
+  CC_CHECK(resolveConfig(nullptr, &cfg));
+  for (int i = 0; devlist != nullptr && i < ndev; ++i) {
+    char what[48];
+    snprintf(what, sizeof(what), "ccCommInitAll: devlist[%d]", i);
+    CC_CHECK(checkDevice(devlist[i], what));
+  }
   UniqueIdData id{};
   CC_CHECK(createUniqueId(&id));
-  std::vector<CommConfig> cfgs(ndev);
-  for (int i = 0; i < ndev; ++i) {
-    CC_CHECK(resolveConfig(nullptr, &cfgs[i]));
-    if (devlist != nullptr && devlist[i] != CC_DEVICE_HOST && devlist[i] < 0)
-      return CC_ERROR(Status::kInvalidArgument, "ccCommInitAll: devlist[%d] = %d is not a device", i, devlist[i]);
+  CC_CHECK(groupStart());
+  Status s = kOk;
+  int queued = 0;
+  for (; queued < ndev && isOk(s); ++queued) {
+    ccComm* c = newComm(ndev, queued, cfg);
+    s = groupQueueInit(c, &comms[queued], [c, id] { return commSetup(c, id); });
+    if (isOk(s)) comms[queued] = c;
+    else commFree(c);
   }
-  std::vector<ccComm*> made(ndev, nullptr);
-  std::vector<Status> status(ndev, kOk);
-  std::vector<std::string> messages(ndev);
-  auto one = [&](int i) {
-    clearThreadLastError();
-    status[i] = commInit(&made[i], ndev, id, i, cfgs[i]);
-    messages[i] = threadLastError();
-  };
-  std::vector<std::thread> threads;
-  for (int i = 1; i < ndev; ++i) threads.emplace_back(one, i);
-  one(0);
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < ndev; ++i) {
-    if (!isOk(status[i])) {
-      for (ccComm* c : made) commFree(c);
-      setThreadLastError(messages[i]);
-      return status[i];
+  if (!isOk(s)) {
+    // Refused (a non-blocking group around it): take back what was queued.
+    for (int i = 0; i + 1 < queued; ++i) {
+      groupForget(comms[i]);
+      commFree(comms[i]);
+      comms[i] = nullptr;
+    }
+    (void)groupEnd();
+    return s;
+  }
+  s = groupEnd();
+  if (!isOk(s)) {
+    // The failed ones are freed and NULL already.
+    for (int i = 0; i < ndev; ++i) {
+      commFree(comms[i]);
+      comms[i] = nullptr;
     }
   }
-  for (int i = 0; i < ndev; ++i) comms[i] = made[i];
-  return kOk;
+  return s;
 }
 
 // Waits (bounded) for calls on other threads to leave the communicator.
@@ -71,6 +102,12 @@ bool waitIdle(ccComm* comm, int selfHolds, std::chrono::milliseconds limit) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return true;
+}
+
+// An aborted communicator whose worker has stopped: peers learn this rank left, then it is freed.
+void abortedFree(ccComm* comm) {
+  comm->leaveConnections(comm->rank, kGoneAborted);
+  commFree(comm);
 }
 
 }  // namespace
@@ -119,10 +156,14 @@ ccResult_t ccCommSplit(ccComm_t comm, int color, int key, ccComm_t* newcomm, ccC
   }
   if (isOk(s)) {
     if (groupDepth() > 0) {
+      // Runs with the parent's share of the group, after the parent's setup if that is queued too.
       *newcomm = nullptr;
-      groupDefer([=] { return commSplit(comm, color, key, cfg, newcomm); });
+      s = groupQueueJob(comm, [=] { return commSplit(comm, color, key, cfg, newcomm); });
     } else {
-      s = commSplit(comm, color, key, cfg, newcomm);
+      // Outside a group the split runs here, non-blocking parent or not: the new communicator
+      // comes back ready.
+      s = checkNoWorkInProgress(comm, "ccCommSplit");
+      if (isOk(s)) s = commSplit(comm, color, key, cfg, newcomm);
     }
   }
   return scope.finish(s);
@@ -131,9 +172,17 @@ ccResult_t ccCommSplit(ccComm_t comm, int color, int key, ccComm_t* newcomm, ccC
 ccResult_t ccCommFinalize(ccComm_t comm) {
   ApiScope scope(comm);
   Status s = checkComm(comm);
-  // Host operations complete before their calls return: nothing is outstanding to flush.
-  if (isOk(s)) comm->finalized = true;
-  return scope.finish(s);
+  if (!isOk(s)) return scope.finish(s);
+  // No operation may follow. Blocking host operations are complete when their calls return;
+  // queued work (a non-blocking communicator's) is flushed: this waits for it on a blocking
+  // communicator and says ccInProgress on a non-blocking one until ccCommGetAsyncError says it is
+  // done.
+  comm->finalized = true;
+  if (comm->worker && comm->worker->busy()) {
+    if (comm->config.blocking == 0) return scope.finish(Status::kInProgress);
+    comm->worker->drain();
+  }
+  return scope.finish(kOk);
 }
 
 ccResult_t ccCommDestroy(ccComm_t comm) {
@@ -142,6 +191,9 @@ ccResult_t ccCommDestroy(ccComm_t comm) {
   Status s = checkComm(comm);
   if (!isOk(s)) return toResult(s);
   groupForget(comm);
+  // Queued work (a non-blocking init or operation) is waited for, each step bounded by the
+  // communicator's timeout; ccCommAbort is the call that stops it.
+  if (comm->worker) comm->worker->drain();
   if (!waitIdle(comm, 0, std::chrono::milliseconds(0)))
     return toResult(CC_ERROR(Status::kInvalidUsage,
                              "ccCommDestroy: rank %d's communicator is in use by another thread; use ccCommAbort to "
@@ -156,10 +208,27 @@ ccResult_t ccCommAbort(ccComm_t comm) {
   if (comm == nullptr) return ccSuccess;
   Status s = checkComm(comm);
   if (!isOk(s)) return toResult(s);
-  comm->abortFlag.store(1, std::memory_order_release);
-  comm->leaveConnections(comm->rank, kGoneAborted);
-  if (comm->bootstrap) comm->bootstrap->abort();
+  comm->abortFlag.store(1);  // before abortBootstrap's lock: see ccComm::adoptBootstrap
+  const bool bootstrapStopped = comm->abortBootstrap();
   groupForget(comm);
+  if (comm->worker) {
+    // Queued work is dropped; the running job sees the flag, or the aborted bootstrap, and ends.
+    // Its connections are the worker's until then (an init may still be making them). An init
+    // still joining the job (no bootstrap yet) cannot be interrupted: no use waiting for it.
+    comm->worker->stop();
+    const bool workerDone = comm->worker->waitAll(std::chrono::milliseconds(bootstrapStopped ? 900 : 0));
+    if (!waitIdle(comm, 0, std::chrono::milliseconds(900))) {
+      comm->magic = kCommDeadMagic;  // another thread is still inside: kept (leaked), never pulled from under it
+      return ccSuccess;
+    }
+    comm->magic = kCommDeadMagic;
+    // A job still running past the limit (an init waiting for the root's answer) ends in its own
+    // time; the worker frees the communicator then.
+    if (!workerDone && comm->worker->handOff([comm] { abortedFree(comm); })) return ccSuccess;
+    abortedFree(comm);
+    return ccSuccess;
+  }
+  comm->leaveConnections(comm->rank, kGoneAborted);
   // Waits in flight see the flag within milliseconds; past the limit the memory is kept (leaked)
   // rather than pulled from under a thread still inside.
   if (waitIdle(comm, 0, std::chrono::milliseconds(900))) commFree(comm);
@@ -171,7 +240,7 @@ ccResult_t ccCommGetAsyncError(ccComm_t comm, ccResult_t* asyncError) {
   ApiScope scope(comm);
   Status s = checkComm(comm);
   if (isOk(s) && asyncError == nullptr) s = CC_ERROR(Status::kInvalidArgument, "ccCommGetAsyncError: asyncError is NULL");
-  if (isOk(s)) *asyncError = static_cast<ccResult_t>(comm->asyncError.load());
+  if (isOk(s)) *asyncError = asyncState(comm);
   return scope.finish(s);
 }
 

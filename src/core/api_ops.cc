@@ -34,6 +34,10 @@ ccResult_t ccBroadcast(const void* sendbuff, void* recvbuff, size_t count, ccDat
   return callOp(comm, CollKind::kBroadcast, sendbuff, recvbuff, count, enumBits(datatype), ccSum, root, stream);
 }
 
+ccResult_t ccBcast(void* buff, size_t count, ccDataType_t datatype, int root, ccComm_t comm, ccStream_t stream) {
+  return callOp(comm, CollKind::kBroadcast, buff, buff, count, enumBits(datatype), ccSum, root, stream);
+}
+
 ccResult_t ccReduce(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, ccRedOp_t op, int root,
                     ccComm_t comm, ccStream_t stream) {
   return callOp(comm, CollKind::kReduce, sendbuff, recvbuff, count, enumBits(datatype), enumBits(op), root, stream);

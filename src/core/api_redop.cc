@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "core/api_scope.h"
+#include "core/async.h"
 #include "core/enqueue.h"
 #include "device/dtypes.h"
 
@@ -53,6 +54,8 @@ ccResult_t ccRedOpCreatePreMulSum(ccRedOp_t* op, void* scalar, ccDataType_t data
                                   ccComm_t comm) {
   ApiScope scope(comm);
   Status s = checkComm(comm);
+  // Queued operations read the communicator's ops as they run.
+  if (isOk(s)) s = checkNoWorkInProgress(comm, "ccRedOpCreatePreMulSum");
   if (isOk(s)) s = createPreMulSum(comm, op, scalar, datatype, residence);
   return scope.finish(s);
 }
@@ -60,6 +63,7 @@ ccResult_t ccRedOpCreatePreMulSum(ccRedOp_t* op, void* scalar, ccDataType_t data
 ccResult_t ccRedOpDestroy(ccRedOp_t op, ccComm_t comm) {
   ApiScope scope(comm);
   Status s = checkComm(comm);
+  if (isOk(s)) s = checkNoWorkInProgress(comm, "ccRedOpDestroy");
   if (isOk(s)) s = destroyOp(comm, op);
   return scope.finish(s);
 }

@@ -24,6 +24,23 @@ HostWaitContext ccComm::waitContext(const char* opName) const {
   return ctx;
 }
 
+Status ccComm::adoptBootstrap(std::unique_ptr<Bootstrap> made) {
+  std::lock_guard<std::mutex> lock(bootstrapMu_);
+  bootstrap = std::move(made);
+  // ccCommAbort sets the flag before it takes the lock: either it sees this bootstrap, or this
+  // sees the flag.
+  if (abortFlag.load() == 0) return kOk;
+  bootstrap->abort();
+  return CC_ERROR(Status::kRemoteError, "rank %d's communicator was aborted during its initialisation", rank);
+}
+
+bool ccComm::abortBootstrap() {
+  std::lock_guard<std::mutex> lock(bootstrapMu_);
+  if (!bootstrap) return false;
+  bootstrap->abort();
+  return true;
+}
+
 ConnSetup ccComm::connSetup(Deadline deadline) const {
   return ConnSetup{{secret[0], secret[1]}, deadline, &netOpsRunning};
 }

@@ -1,16 +1,20 @@
 // The communicator: everything one rank knows about its job, owned by the thread driving it.
-// Only abortFlag, asyncError, busy, opsBusy and netOpsRunning may be touched from other threads.
+// Only abortFlag, asyncError, busy, opsBusy, netOpsRunning, the bootstrap through adoptBootstrap/
+// abortBootstrap, and the worker's busy() may be touched from other threads. A communicator with
+// work on its worker (core/comm_worker.h) is the worker's until that work has finished.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
 #include "collcomm.h"
 #include "collectives/coll_list.h"
+#include "core/comm_worker.h"
 #include "device/fifo.h"
 #include "device/host/host_platform.h"
 #include "plan/step_stream_choice.h"
@@ -115,6 +119,9 @@ struct ccComm {
   bool usesNet = false;      // some connection is NET: operations wake the proxy thread
   bool finalized = false;
   std::string lastError;
+  // The sentence of the first failure of a non-blocking communicator's queued work: written by the
+  // worker, read by ccCommGetAsyncError once the worker is idle (core/async.h).
+  std::string asyncMessage;
 
   // What a wait in an operation named `opName` runs under.
   collcomm::detail::HostWaitContext waitContext(const char* opName) const;
@@ -125,4 +132,19 @@ struct ccComm {
   void leaveConnections(int culprit, collcomm::detail::GoneReason reason);
   // Host name of each rank (points into peers), for error sentences.
   std::vector<const char*> hostNames;
+
+  // Installs the bootstrap that init made; fails (and aborts it) if ccCommAbort came first. With
+  // abortBootstrap, lets ccCommAbort stop an init running on the worker.
+  collcomm::detail::Status adoptBootstrap(std::unique_ptr<collcomm::detail::Bootstrap> made);
+  // Any thread: makes the bootstrap's blocked and later calls return promptly. False if init has
+  // not installed one yet (it is still joining the job, which cannot be interrupted from here).
+  bool abortBootstrap();
+
+ private:
+  std::mutex bootstrapMu_;  // bootstrap's installation against abortBootstrap
+
+ public:
+  // Made on first need (core/async.h, core/group.cc). Last member: destroyed (stopped and joined)
+  // before anything its jobs use.
+  std::unique_ptr<collcomm::detail::CommWorker> worker;
 };

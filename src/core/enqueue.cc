@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "common/log.h"
+#include "core/async.h"
 #include "core/direct_collectives.h"
 #include "core/group.h"
 #include "device/dtypes.h"
@@ -358,10 +359,12 @@ Status enqueue(ccComm* comm, const Op& op, ccStream_t stream) {
     return CC_ERROR(static_cast<Status>(err),
                     "%s: the communicator of rank %d failed earlier (%s); destroy or abort it and make a new one",
                     collName(op.kind), comm->rank, ccGetErrorString(static_cast<ccResult_t>(err)));
-  if (groupDepth() > 0) {
-    groupQueue(comm, op);
-    return kOk;
-  }
+  if (comm->finalized)
+    return CC_ERROR(Status::kInvalidUsage, "%s: the communicator of rank %d was finalized; no operation may follow",
+                    collName(op.kind), comm->rank);
+  if (groupDepth() > 0) return groupQueue(comm, op);
+  // Non-blocking: runs on the communicator's worker, after whatever is queued there (its init).
+  if (comm->config.blocking == 0) return submitAsync(comm, [comm, op] { return runOps(comm, &op, 1); });
   // One collective with no proxy to wake needs none of runOps' batching.
   if (!isP2pKind(op.kind) && !comm->usesNet) return runCollective(comm, op);
   return runOps(comm, &op, 1);

@@ -38,7 +38,8 @@ Status checkEnumArgs(CollKind kind, int dtype, int op);
 // A usable communicator handle, or a sentence saying why not.
 Status checkComm(const ccComm* comm);
 
-// Checks `op` completely, then runs it now or, inside ccGroupStart/End, queues it.
+// Checks `op` completely, then runs it now, or queues it: inside ccGroupStart/End, or on a
+// non-blocking communicator's worker (Status::kInProgress).
 Status enqueue(ccComm* comm, const Op& op, ccStream_t stream);
 
 // Runs queued operations in order on the calling thread; consecutive point-to-point operations

@@ -1,18 +1,28 @@
-// Per-thread group state and concurrent execution at ccGroupEnd.
+// Per-thread group state, and each communicator's share run at ccGroupEnd.
 #include "core/group.h"
 
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "core/async.h"
 #include "core/enqueue.h"
+#include "core/init.h"
 
 namespace collcomm::detail {
 namespace {
 
+// One communicator's part of a group, run in this order on one thread.
+struct Share {
+  ccComm* comm = nullptr;
+  ccComm** initOut = nullptr;  // set when the share starts with the communicator's setup
+  std::function<Status()> init;
+  std::vector<std::function<Status()>> jobs;
+  std::vector<Op> ops;
+};
+
 struct GroupState {
-  std::vector<std::pair<ccComm*, std::vector<Op>>> queues;
-  std::vector<std::function<Status()>> deferred;
+  std::vector<Share> shares;
+  int blocking = -1;  // the group's mode, from its first communicator
 };
 
 thread_local GroupState tGroup;
@@ -21,12 +31,74 @@ thread_local GroupState tGroup;
 // the queues' lazy construction.
 [[gnu::tls_model("initial-exec")]] constinit thread_local int tGroupDepth = 0;
 
-// A job that records its failure sentence on its communicator (errors are per thread, and the
-// job may run on another thread than the caller).
-struct JobResult {
-  Status status = kOk;
-  std::string message;
-};
+// The share of `comm` in this thread's group, made on first use; refuses a communicator whose
+// blocking mode differs from the group's.
+Status shareOf(ccComm* comm, Share** out) {
+  for (Share& s : tGroup.shares) {
+    if (s.comm == comm) {
+      *out = &s;
+      return kOk;
+    }
+  }
+  if (tGroup.blocking == -1) tGroup.blocking = comm->config.blocking;
+  if (tGroup.blocking != comm->config.blocking)
+    return CC_ERROR(Status::kInvalidArgument,
+                    "rank %d's communicator is %sblocking but this group already holds %sblocking ones; blocking and "
+                    "non-blocking communicators cannot share a group",
+                    comm->rank, comm->config.blocking ? "" : "non-", tGroup.blocking ? "" : "non-");
+  tGroup.shares.push_back(Share{});
+  tGroup.shares.back().comm = comm;
+  *out = &tGroup.shares.back();
+  return kOk;
+}
+
+Status runShare(const Share& s) {
+  if (s.init) CC_CHECK(s.init());
+  for (const auto& job : s.jobs) CC_CHECK(job());
+  if (!s.ops.empty()) CC_CHECK(runOps(s.comm, s.ops.data(), s.ops.size()));
+  return kOk;
+}
+
+// Non-blocking: every share to its worker; failures are the communicators' async errors.
+Status endNonBlocking(std::vector<Share>& shares) {
+  for (Share& s : shares) (void)submitAsync(s.comm, [share = std::move(s)] { return runShare(share); });
+  return Status::kInProgress;
+}
+
+// Blocking: the first share here, the others on their workers; returns when all are done.
+Status endBlocking(std::vector<Share>& shares) {
+  std::vector<JobOutcome> outcomes(shares.size());
+  std::vector<uint64_t> tickets(shares.size(), 0);
+  // Marked busy while their shares run: ccCommAbort from another thread waits for them to leave.
+  for (Share& s : shares) s.comm->busy.fetch_add(1);
+  for (size_t i = 1; i < shares.size(); ++i)
+    tickets[i] = workerOf(shares[i].comm).submit([&share = shares[i]] { return runShare(share); }, &outcomes[i]);
+  clearThreadLastError();
+  outcomes[0].status = runShare(shares[0]);
+  if (!isOk(outcomes[0].status)) outcomes[0].message = threadLastError();
+  for (size_t i = 1; i < shares.size(); ++i) shares[i].comm->worker->wait(tickets[i]);
+  for (Share& s : shares) s.comm->busy.fetch_sub(1);
+
+  Status first = kOk;
+  const std::string* firstMessage = nullptr;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (isOk(outcomes[i].status)) continue;
+    if (isOk(first)) {
+      first = outcomes[i].status;
+      firstMessage = &outcomes[i].message;
+    }
+    if (shares[i].initOut != nullptr) {
+      // A communicator that never came up is not the user's to destroy.
+      commFree(shares[i].comm);
+      *shares[i].initOut = nullptr;
+    } else {
+      shares[i].comm->lastError = outcomes[i].message;
+    }
+  }
+  // The first failure's sentence, on the calling thread, where ccGetLastError(NULL) looks.
+  if (!isOk(first)) setThreadLastError(*firstMessage);
+  return first;
+}
 
 }  // namespace
 
@@ -37,22 +109,32 @@ Status groupStart() {
   return kOk;
 }
 
-void groupQueue(ccComm* comm, const Op& op) {
-  for (auto& [c, ops] : tGroup.queues) {
-    if (c == comm) {
-      ops.push_back(op);
-      return;
-    }
-  }
-  tGroup.queues.push_back({comm, {op}});
+Status groupQueue(ccComm* comm, const Op& op) {
+  Share* s = nullptr;
+  CC_CHECK(shareOf(comm, &s));
+  s->ops.push_back(op);
+  return kOk;
 }
 
-void groupDefer(std::function<Status()> job) { tGroup.deferred.push_back(std::move(job)); }
+Status groupQueueInit(ccComm* comm, ccComm** out, std::function<Status()> setup) {
+  Share* s = nullptr;
+  CC_CHECK(shareOf(comm, &s));
+  s->initOut = out;
+  s->init = std::move(setup);
+  return kOk;
+}
+
+Status groupQueueJob(ccComm* comm, std::function<Status()> job) {
+  Share* s = nullptr;
+  CC_CHECK(shareOf(comm, &s));
+  s->jobs.push_back(std::move(job));
+  return kOk;
+}
 
 void groupForget(const ccComm* comm) {
-  auto& q = tGroup.queues;
+  auto& q = tGroup.shares;
   for (size_t i = 0; i < q.size(); ++i) {
-    if (q[i].first == comm) {
+    if (q[i].comm == comm) {
       q.erase(q.begin() + static_cast<long>(i));
       return;
     }
@@ -60,46 +142,14 @@ void groupForget(const ccComm* comm) {
 }
 
 Status groupEnd() {
-  if (tGroupDepth == 0)
-    return CC_ERROR(Status::kInvalidUsage, "ccGroupEnd called without a matching ccGroupStart");
+  if (tGroupDepth == 0) return CC_ERROR(Status::kInvalidUsage, "ccGroupEnd called without a matching ccGroupStart");
   if (--tGroupDepth > 0) return kOk;
-  auto queues = std::move(tGroup.queues);
-  auto deferred = std::move(tGroup.deferred);
-  tGroup.queues.clear();
-  tGroup.deferred.clear();
-
-  std::vector<std::function<Status()>> jobs = std::move(deferred);
-  for (auto& [comm, ops] : queues) {
-    jobs.push_back([comm = comm, ops = std::move(ops)] {
-      comm->busy.fetch_add(1);  // ccCommAbort waits for it (no ApiScope holds this comm here)
-      Status s = runOps(comm, ops.data(), ops.size());
-      comm->busy.fetch_sub(1);
-      if (!isOk(s)) comm->lastError = threadLastError();
-      return s;
-    });
-  }
-  if (jobs.empty()) return kOk;
-
-  std::vector<JobResult> results(jobs.size());
-  auto runJob = [&](size_t i) {
-    clearThreadLastError();
-    results[i].status = jobs[i]();
-    if (!isOk(results[i].status)) results[i].message = threadLastError();
-  };
-  std::vector<std::thread> threads;
-  threads.reserve(jobs.size() - 1);
-  for (size_t i = 1; i < jobs.size(); ++i) threads.emplace_back(runJob, i);
-  runJob(0);
-  for (auto& t : threads) t.join();
-
-  for (const JobResult& r : results) {
-    if (!isOk(r.status)) {
-      // The first failure's sentence, on the calling thread, where ccGetLastError(NULL) looks.
-      setThreadLastError(r.message);
-      return r.status;
-    }
-  }
-  return kOk;
+  std::vector<Share> shares = std::move(tGroup.shares);
+  const bool blocking = tGroup.blocking != 0;
+  tGroup.shares.clear();
+  tGroup.blocking = -1;
+  if (shares.empty()) return kOk;
+  return blocking ? endBlocking(shares) : endNonBlocking(shares);
 }
 
 }  // namespace collcomm::detail

@@ -1,8 +1,13 @@
 // ccGroupStart/ccGroupEnd: per-thread batching. Operations on a communicator are queued in call
-// order; communicator creation (ccCommInitRank, ccCommSplit) inside a group is deferred too.
-// ccGroupEnd runs every communicator's queue and every deferred creation concurrently, one thread
-// each (the caller takes the first), and returns when all are done — so one thread can drive all
-// the ranks of a ccCommInitAll, and a send/recv exchange among peers cannot deadlock.
+// order; communicator creation (ccCommInitRank, ccCommSplit) inside a group is deferred too. Each
+// communicator's share (its init, then its splits, then its operations) runs in that order on one
+// thread, the shares of different communicators concurrently: so one thread can create and drive
+// all the ranks of a job, and a send/recv exchange among peers cannot deadlock.
+//
+// Blocking communicators: ccGroupEnd runs the first share itself and hands the others to their
+// communicators' workers (core/comm_worker.h), and returns when all are done. Non-blocking ones:
+// every share goes to its worker and ccGroupEnd returns ccInProgress (core/async.h). A group may
+// not mix the two (as in NCCL).
 #pragma once
 
 #include <functional>
@@ -16,11 +21,15 @@ struct Op;
 
 int groupDepth();
 Status groupStart();
+// Returns Status::kInProgress when the group's communicators are non-blocking.
 Status groupEnd();
 // Queues an operation that has passed its checks.
-void groupQueue(ccComm* comm, const Op& op);
-// Queues a deferred job (communicator creation); `comm` names it in errors (may be null).
-void groupDefer(std::function<Status()> job);
+Status groupQueue(ccComm* comm, const Op& op);
+// Queues the setup of `comm` (from newComm, handed to the user as *out). If it fails in a blocking
+// group, ccGroupEnd frees the communicator and sets *out to NULL.
+Status groupQueueInit(ccComm* comm, ccComm** out, std::function<Status()> setup);
+// Queues a job that runs with `comm`'s share (a split over it).
+Status groupQueueJob(ccComm* comm, std::function<Status()> job);
 // Drops whatever this thread queued for `comm` (it is being destroyed or aborted).
 void groupForget(const ccComm* comm);
 

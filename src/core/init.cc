@@ -125,6 +125,27 @@ void logSummary(const ccComm* comm) {
 
 }  // namespace
 
+Status checkDevice(int device, const char* what) {
+  if (device == CC_DEVICE_HOST) return kOk;
+  // No CUDA executor is wired in yet: a device communicator would take device pointers that host
+  // code cannot read, so asking for one is refused rather than quietly given a host one.
+  if (device >= 0)
+    return CC_ERROR(Status::kInvalidUsage,
+                    "%s = %d asks for a communicator on CUDA device %d, but this build of collcomm has no GPU "
+                    "communicators yet; pass CC_DEVICE_HOST (or leave it unset) for a host communicator, which "
+                    "takes host pointers",
+                    what, device, device);
+  return CC_ERROR(Status::kInvalidArgument, "%s = %d is neither a CUDA device ordinal (>= 0) nor CC_DEVICE_HOST (%d)",
+                  what, device, CC_DEVICE_HOST);
+}
+
+Status checkRankArgs(int nranks, int rank) {
+  if (nranks < 1) return CC_ERROR(Status::kInvalidArgument, "nranks must be at least 1, not %d", nranks);
+  if (rank < 0 || rank >= nranks)
+    return CC_ERROR(Status::kInvalidArgument, "rank %d is out of range for nranks %d", rank, nranks);
+  return kOk;
+}
+
 Status resolveConfig(const ccConfig_t* user, CommConfig* out) {
   CommConfig c;
   c.timeoutSeconds = static_cast<int>(paramInt(Param::kTimeout));
@@ -150,38 +171,39 @@ Status resolveConfig(const ccConfig_t* user, CommConfig* out) {
   if (c.minChannels < 1 || c.maxChannels < c.minChannels || c.maxChannels > 64)
     return CC_ERROR(Status::kInvalidArgument, "channel limits must satisfy 1 <= min (%d) <= max (%d) <= 64",
                     c.minChannels, c.maxChannels);
-  if (c.device != CC_DEVICE_HOST) {
-    // No CUDA executor is wired in yet: every communicator runs on host memory.
-    CC_INFO(kSubsysInit, "device %d requested but this build has no usable GPU path; making a host communicator",
-            c.device);
-    c.device = CC_DEVICE_HOST;
-  }
+  CC_CHECK(checkDevice(c.device, "config.device"));
   *out = c;
   return kOk;
 }
 
-Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, const CommConfig& config) {
-  if (nranks < 1) return CC_ERROR(Status::kInvalidArgument, "nranks must be at least 1, not %d", nranks);
-  if (rank < 0 || rank >= nranks)
-    return CC_ERROR(Status::kInvalidArgument, "rank %d is out of range for nranks %d", rank, nranks);
+ccComm* newComm(int nranks, int rank, const CommConfig& config) {
+  ccComm* comm = new ccComm;
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->config = config;
+  // Read by ccCommAbort (waitIdle) from any thread, so set before the handle is handed out.
+  comm->asymmetricFence = asymmetricFenceReady();
+  return comm;
+}
+
+Status commSetup(ccComm* comm, const UniqueIdData& id) {
+  const int rank = comm->rank, nranks = comm->nranks;
+  const CommConfig& config = comm->config;
   logEffectiveParams();
   calibrateDistanceClock();
   hostSimdLevel();  // chosen (and logged) here rather than in the first operation
   const Deadline deadline = Deadline::afterSeconds(config.timeoutSeconds);
-  std::unique_ptr<ccComm> comm = std::make_unique<ccComm>();
-  comm->rank = rank;
-  comm->nranks = nranks;
-  comm->config = config;
   comm->spinCount = static_cast<int>(std::max<int64_t>(0, paramInt(Param::kSpinCount)));
-  comm->asymmetricFence = asymmetricFenceReady();
   comm->fifoSizes = fifoSizesFromParams();
   comm->p2p.resize(nranks);
   comm->collPeers.resize(nranks);
   comm->secret[0] = id.secret[0];
   comm->secret[1] = id.secret[1];
   CC_CHECK(loadTunerConfig(&comm->tuner));
-  CC_CHECK(Bootstrap::init(id, rank, nranks, deadline, &comm->bootstrap));
-  CC_CHECK(exchangePeerInfo(comm.get(), deadline));
+  std::unique_ptr<Bootstrap> bootstrap;
+  CC_CHECK(Bootstrap::init(id, rank, nranks, deadline, &bootstrap));
+  CC_CHECK(comm->adoptBootstrap(std::move(bootstrap)));
+  CC_CHECK(exchangePeerInfo(comm, deadline));
   for (const PeerInfo& p : comm->peers) comm->hostNames.push_back(p.host);
   if (!paramIsSet(Param::kSpinCount) && hostOversubscribed(comm->peers, rank)) {
     comm->spinCount = 0;
@@ -190,8 +212,8 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
   comm->netSpinCount = comm->spinCount;
   if (!paramIsSet(Param::kSpinCount) && hostOversubscribed(comm->peers, rank, /*threadsPerProcess=*/1))
     comm->netSpinCount = 0;
-  CC_CHECK(connectRings(comm.get(), config.minChannels, deadline));
-  CC_CHECK(agreeRingStep(comm.get(), deadline));
+  CC_CHECK(connectRings(comm, config.minChannels, deadline));
+  CC_CHECK(agreeRingStep(comm, deadline));
   if (comm->usesNet && comm->netSpinCount != comm->spinCount)
     CC_INFO(kSubsysInit,
             "rank %d: NET in use and this host's ranks and proxy threads outnumber their CPUs; waits yield at once",
@@ -201,8 +223,19 @@ Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, cons
   comm->directReach = !direct.ok ? DirectReach::kNone
                       : direct.crossProcess ? DirectReach::kCrossProcess
                                             : DirectReach::kInProcess;
-  logSummary(comm.get());
-  *out = comm.release();
+  logSummary(comm);
+  return kOk;
+}
+
+Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, const CommConfig& config) {
+  CC_CHECK(checkRankArgs(nranks, rank));
+  ccComm* comm = newComm(nranks, rank, config);
+  const Status s = commSetup(comm, id);
+  if (!isOk(s)) {
+    commFree(comm);
+    return s;
+  }
+  *out = comm;
   return kOk;
 }
 

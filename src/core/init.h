@@ -8,11 +8,22 @@
 
 namespace collcomm::detail {
 
+// A usable device argument (`what` names it in the sentence): CC_DEVICE_HOST; a CUDA ordinal gets
+// ccInvalidUsage until GPU communicators exist.
+Status checkDevice(int device, const char* what);
+// nranks >= 1 and rank in [0, nranks).
+Status checkRankArgs(int nranks, int rank);
+
 // Resolves a user config (may be null) against COLLCOMM_* and defaults; rejects a malformed one.
 Status resolveConfig(const ccConfig_t* user, CommConfig* out);
 
-// Joins the job `id` as `rank` of `nranks`: bootstrap, peer exchange, ring connections.
-// On failure nothing is left behind and *out is untouched.
+// A communicator that knows its rank, size and config and has no resources yet: its handle can be
+// given to the user before commSetup runs (on the caller's thread or on its worker).
+ccComm* newComm(int nranks, int rank, const CommConfig& config);
+// Joins the job `id` as the communicator's rank: bootstrap, peer exchange, ring connections. On
+// failure what was made stays on the communicator, for commFree.
+Status commSetup(ccComm* comm, const UniqueIdData& id);
+// newComm, then commSetup on this thread. On failure nothing is left behind and *out is untouched.
 Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, const CommConfig& config);
 
 // Frees everything; never blocks on peers.
