@@ -4,7 +4,7 @@ run, and one DistributedDataParallel step of a small MLP.
     python -m collcomm_torch.bench [--sizes 8,1024,...] [--max-bytes N] [--configs pinned2,shared4]
 
 Configurations: "pinned2" is 2 processes, each pinned to its own core; "shared4" is 4 processes on
-2 cores (2 per core). Prints a markdown table: time per all_reduce (µs, slowest rank) and bus
+2 cores (2 per core); "free2" is 2 processes left to the scheduler. Prints a markdown table: time per all_reduce (µs, slowest rank) and bus
 bandwidth (2(n-1)/n x bytes / time), for both backends, and their ratio.
 """
 import argparse
@@ -17,7 +17,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-CONFIGS = {"pinned2": (2, 2), "shared4": (4, 2)}  # name: (processes, cores)
+# name: (processes, cores they are pinned to; 0: not pinned)
+CONFIGS = {"pinned2": (2, 2), "shared4": (4, 2), "free2": (2, 0)}
 DEFAULT_SIZES = [8, 64, 512, 4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20]
 
 
@@ -27,7 +28,8 @@ def _iters(nbytes):
 
 
 def _time_allreduce(t, group, iters):
-    for _ in range(2):
+    # Warm-up: connections, first-touch of buffers, the planner's first choice for the size.
+    for _ in range(max(2, min(iters // 10, 100))):
         dist.all_reduce(t, group=group)
     dist.barrier(group=group)
     start = time.perf_counter()
@@ -65,7 +67,8 @@ def _ddp_step_time(group, steps=20):
 
 
 def _rank(rank, world, cores, store_path, sizes, ddp, queue):
-    os.sched_setaffinity(0, {rank % cores})
+    if cores:
+        os.sched_setaffinity(0, {rank % cores})
     torch.set_num_threads(1)
     from . import register
 
@@ -95,7 +98,7 @@ def _fmt_bytes(n):
 
 def run(config, sizes, ddp):
     world, cores = CONFIGS[config]
-    cores = min(cores, os.cpu_count() or 1)
+    cores = min(cores, os.cpu_count() or 1) if cores else 0
     fd, path = tempfile.mkstemp(prefix="collcomm_bench_")
     os.close(fd)
     os.unlink(path)
@@ -107,7 +110,8 @@ def run(config, sizes, ddp):
     rows, steps = queue.get(timeout=3600)
     for p in procs:
         p.join()
-    print(f"\n### {config}: {world} processes on {cores} cores, float32 all_reduce\n")
+    where = f"pinned to {cores} cores" if cores else "not pinned"
+    print(f"\n### {config}: {world} processes, {where}, float32 all_reduce\n")
     print("| size | collcomm µs | Gloo µs | latency ratio | collcomm busbw GB/s | Gloo busbw GB/s | busbw ratio |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     factor = 2 * (world - 1) / world
@@ -124,7 +128,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", help="comma-separated byte sizes (default 8 B ... 256 MiB)")
     parser.add_argument("--max-bytes", type=int, default=None, help="leave out sizes above this")
-    parser.add_argument("--configs", default="pinned2,shared4", help="pinned2, shared4 or both")
+    parser.add_argument("--configs", default="pinned2,shared4", help="comma-separated: pinned2, shared4, free2")
     parser.add_argument("--no-ddp", action="store_true", help="leave out the DDP step")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else DEFAULT_SIZES

@@ -1,15 +1,15 @@
 // ProcessGroupCollcomm: torch.distributed's operations mapped onto collcomm's C API.
 #include "process_group_collcomm.h"
 
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
-#include <utility>
-
-#include <ATen/ATen.h>
-#include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
+#include <utility>
 
 namespace collcomm_torch {
 namespace {
@@ -21,20 +21,34 @@ constexpr const char* kUniqueIdKey = "collcomm_unique_id";
 // collcomm's element type for a reduction on `t`, or nullopt where collcomm has none.
 std::optional<ccDataType_t> reductionType(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return ccFloat32;
-    case at::kDouble: return ccFloat64;
-    case at::kHalf: return ccFloat16;
-    case at::kBFloat16: return ccBfloat16;
-    case at::kFloat8_e4m3fn: return ccFloat8e4m3;
-    case at::kFloat8_e5m2: return ccFloat8e5m2;
-    case at::kChar: return ccInt8;
-    case at::kByte: return ccUint8;
-    case at::kBool: return ccUint8;
-    case at::kInt: return ccInt32;
-    case at::kUInt32: return ccUint32;
-    case at::kLong: return ccInt64;
-    case at::kUInt64: return ccUint64;
-    default: return std::nullopt;
+    case at::kFloat:
+      return ccFloat32;
+    case at::kDouble:
+      return ccFloat64;
+    case at::kHalf:
+      return ccFloat16;
+    case at::kBFloat16:
+      return ccBfloat16;
+    case at::kFloat8_e4m3fn:
+      return ccFloat8e4m3;
+    case at::kFloat8_e5m2:
+      return ccFloat8e5m2;
+    case at::kChar:
+      return ccInt8;
+    case at::kByte:
+      return ccUint8;
+    case at::kBool:
+      return ccUint8;
+    case at::kInt:
+      return ccInt32;
+    case at::kUInt32:
+      return ccUint32;
+    case at::kLong:
+      return ccInt64;
+    case at::kUInt64:
+      return ccUint64;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -56,15 +70,15 @@ struct Reduction {
 // Decides collcomm's type and op for reducing `t` with `op`; throws (RuntimeError) for what
 // collcomm cannot reduce. Runs on the caller's thread, so bad arguments fail at the call.
 void checkReduction(const at::Tensor& t, const c10d::ReduceOp& op) {
-  TORCH_CHECK(reductionType(t.scalar_type()).has_value(), "collcomm cannot reduce tensors of type ",
-              t.scalar_type(),
+  TORCH_CHECK(reductionType(t.scalar_type()).has_value(), "collcomm cannot reduce tensors of type ", t.scalar_type(),
               " (it reduces float64/32/16, bfloat16, float8_e4m3fn, float8_e5m2, int8, uint8, int32, uint32, int64, "
               "uint64 and bool)");
   switch (op.op_) {
     case c10d::ReduceOp::SUM:
     case c10d::ReduceOp::PRODUCT:
     case c10d::ReduceOp::MIN:
-    case c10d::ReduceOp::MAX: return;
+    case c10d::ReduceOp::MAX:
+      return;
     case c10d::ReduceOp::AVG:
       TORCH_CHECK(t.scalar_type() != at::kBool, "collcomm: ReduceOp.AVG is not defined for bool tensors");
       return;
@@ -73,8 +87,9 @@ void checkReduction(const at::Tensor& t, const c10d::ReduceOp& op) {
       TORCH_CHECK(op.supplement_.defined(), "collcomm: PREMUL_SUM without its factor");
       return;
     default:
-      TORCH_CHECK(false, "collcomm has no bitwise reductions (BAND, BOR, BXOR); use SUM, PRODUCT, MIN, MAX, AVG or "
-                         "PREMUL_SUM");
+      TORCH_CHECK(false,
+                  "collcomm has no bitwise reductions (BAND, BOR, BXOR); use SUM, PRODUCT, MIN, MAX, AVG or "
+                  "PREMUL_SUM");
   }
 }
 
@@ -84,11 +99,21 @@ std::shared_ptr<Reduction> makeReduction(ccComm_t comm, const at::Tensor& t, con
   const bool isBool = t.scalar_type() == at::kBool;
   switch (op.op_) {
     // bool sums and products are logical OR and AND, as torch defines them.
-    case c10d::ReduceOp::SUM: r->op = isBool ? ccMax : ccSum; break;
-    case c10d::ReduceOp::PRODUCT: r->op = isBool ? ccMin : ccProd; break;
-    case c10d::ReduceOp::MIN: r->op = ccMin; break;
-    case c10d::ReduceOp::MAX: r->op = ccMax; break;
-    case c10d::ReduceOp::AVG: r->op = ccAvg; break;
+    case c10d::ReduceOp::SUM:
+      r->op = isBool ? ccMax : ccSum;
+      break;
+    case c10d::ReduceOp::PRODUCT:
+      r->op = isBool ? ccMin : ccProd;
+      break;
+    case c10d::ReduceOp::MIN:
+      r->op = ccMin;
+      break;
+    case c10d::ReduceOp::MAX:
+      r->op = ccMax;
+      break;
+    case c10d::ReduceOp::AVG:
+      r->op = ccAvg;
+      break;
     case c10d::ReduceOp::PREMUL_SUM: {
       auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
       TORCH_CHECK(supplement != nullptr, "collcomm: PREMUL_SUM with an unknown factor kind");
@@ -104,7 +129,8 @@ std::shared_ptr<Reduction> makeReduction(ccComm_t comm, const at::Tensor& t, con
       r->owned = true;
       break;
     }
-    default: TORCH_CHECK(false, "collcomm: unsupported reduction");
+    default:
+      TORCH_CHECK(false, "collcomm: unsupported reduction");
   }
   return r;
 }
@@ -197,9 +223,9 @@ ProcessGroupCollcomm::ProcessGroupCollcomm(const c10::intrusive_ptr<c10d::Store>
   config.timeout = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
   ccResult_t res = ccCommInitRankConfig(&comm_, size, id, rank, &config);
   if (res != ccSuccess) {
-    C10_THROW_ERROR(DistBackendError, c10::str("collcomm: joining the communicator of group '", name_, "' as rank ",
-                                               rank, " of ", size, " failed: ", ccGetErrorString(res), ": ",
-                                               ccGetLastError(nullptr)));
+    C10_THROW_ERROR(DistBackendError,
+                    c10::str("collcomm: joining the communicator of group '", name_, "' as rank ", rank, " of ", size,
+                             " failed: ", ccGetErrorString(res), ": ", ccGetLastError(nullptr)));
   }
   worker_ = std::make_unique<Worker>();
 }
@@ -219,8 +245,9 @@ c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupCollcomm::getBackendOptio
 }
 
 void ProcessGroupCollcomm::setTimeout(std::chrono::milliseconds timeout) {
-  TORCH_CHECK(false, "collcomm fixes its timeout when the group is made (init_process_group's timeout); it cannot "
-                     "be changed afterwards");
+  TORCH_CHECK(false,
+              "collcomm fixes its timeout when the group is made (init_process_group's timeout); it cannot "
+              "be changed afterwards");
   (void)timeout;
 }
 
@@ -251,9 +278,9 @@ void ProcessGroupCollcomm::check(ccResult_t result, const char* what) {
   if (result == ccSuccess) return;
   failed_.store(true);
   const char* detail = ccGetLastError(comm_);
-  C10_THROW_ERROR(DistBackendError, c10::str("collcomm ", what, " failed on rank ", getRank(), " of group '", name_,
-                                             "': ", ccGetErrorString(result), ": ",
-                                             detail != nullptr ? detail : "(no detail)"));
+  C10_THROW_ERROR(DistBackendError,
+                  c10::str("collcomm ", what, " failed on rank ", getRank(), " of group '", name_,
+                           "': ", ccGetErrorString(result), ": ", detail != nullptr ? detail : "(no detail)"));
 }
 
 // ---- the worker side
@@ -374,14 +401,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::broadcast(std::vector<at::T
   at::Tensor tensor = tensors[0];
   auto buffer = std::make_shared<at::Tensor>();
   const int root = static_cast<int>(opts.rootRank);
-  return enqueue(c10d::OpType::BROADCAST, tensors,
-                 Task{[this, tensor, buffer, root] {
-                        *buffer = dense(tensor);
-                        check(ccBroadcast(buffer->data_ptr(), buffer->data_ptr(), bytesOf(*buffer), ccUint8, root,
-                                          comm_, nullptr),
-                              "broadcast");
-                      },
-                      [tensor, buffer] { writeBack(tensor, *buffer); }});
+  return enqueue(
+      c10d::OpType::BROADCAST, tensors,
+      Task{[this, tensor, buffer, root] {
+             *buffer = dense(tensor);
+             check(ccBroadcast(buffer->data_ptr(), buffer->data_ptr(), bytesOf(*buffer), ccUint8, root, comm_, nullptr),
+                   "broadcast");
+           },
+           [tensor, buffer] { writeBack(tensor, *buffer); }});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::reduce(std::vector<at::Tensor>& tensors,
@@ -433,8 +460,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::_allgather_base(at::Tensor&
   return enqueue(c10d::OpType::_ALLGATHER_BASE, {output}, allgatherBaseTask(output, input));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::allgather_into_tensor_coalesced(
-    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                                     std::vector<at::Tensor>& inputs,
+                                                                                     const c10d::AllgatherOptions&) {
   TORCH_CHECK(outputs.size() == inputs.size(), "collcomm allgather_into_tensor_coalesced: ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
   auto parts = std::make_shared<std::vector<Task>>();
@@ -487,7 +515,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::allgather(std::vector<std::
   return enqueue(c10d::OpType::ALLGATHER, outs,
                  Task{[this, input, outs, in, bufs, rank, size] {
                         *in = dense(input);
-                        for (auto& o : outs) bufs->push_back(o.is_contiguous() ? o : at::empty_like(o, at::MemoryFormat::Contiguous));
+                        for (auto& o : outs)
+                          bufs->push_back(o.is_contiguous() ? o : at::empty_like(o, at::MemoryFormat::Contiguous));
                         GroupScope group;
                         for (int p = 0; p < size; ++p) {
                           if (p == rank) continue;
@@ -538,7 +567,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::gather(std::vector<std::vec
                           check(ccSend(in->data_ptr(), bytesOf(*in), ccUint8, root, comm_, nullptr), "gather (send)");
                           return;
                         }
-                        for (auto& o : outs) bufs->push_back(o.is_contiguous() ? o : at::empty_like(o, at::MemoryFormat::Contiguous));
+                        for (auto& o : outs)
+                          bufs->push_back(o.is_contiguous() ? o : at::empty_like(o, at::MemoryFormat::Contiguous));
                         GroupScope group;
                         for (int p = 0; p < size; ++p) {
                           if (p != rank)
@@ -579,25 +609,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::scatter(std::vector<at::Ten
   }
   at::Tensor output = outputs[0];
   auto out = std::make_shared<at::Tensor>();
-  return enqueue(c10d::OpType::SCATTER, outputs,
-                 Task{[this, output, ins, out, rank, size, root] {
-                        *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
-                        if (rank != root) {
-                          check(ccRecv(out->data_ptr(), bytesOf(*out), ccUint8, root, comm_, nullptr), "scatter (recv)");
-                          return;
-                        }
-                        std::vector<at::Tensor> dins;
-                        for (auto& i : ins) dins.push_back(dense(i));
-                        GroupScope group;
-                        for (int p = 0; p < size; ++p) {
-                          if (p != rank)
-                            check(ccSend(dins[p].data_ptr(), bytesOf(dins[p]), ccUint8, p, comm_, nullptr),
-                                  "scatter (send)");
-                        }
-                        check(group.end(), "scatter");
-                        out->copy_(dins[rank].view_as(*out));
-                      },
-                      [output, out] { writeBack(output, *out); }});
+  return enqueue(
+      c10d::OpType::SCATTER, outputs,
+      Task{[this, output, ins, out, rank, size, root] {
+             *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+             if (rank != root) {
+               check(ccRecv(out->data_ptr(), bytesOf(*out), ccUint8, root, comm_, nullptr), "scatter (recv)");
+               return;
+             }
+             std::vector<at::Tensor> dins;
+             for (auto& i : ins) dins.push_back(dense(i));
+             GroupScope group;
+             for (int p = 0; p < size; ++p) {
+               if (p != rank)
+                 check(ccSend(dins[p].data_ptr(), bytesOf(dins[p]), ccUint8, p, comm_, nullptr), "scatter (send)");
+             }
+             check(group.end(), "scatter");
+             out->copy_(dins[rank].view_as(*out));
+           },
+           [output, out] { writeBack(output, *out); }});
 }
 
 Task ProcessGroupCollcomm::reduceScatterBaseTask(const at::Tensor& output, const at::Tensor& input,
@@ -607,8 +637,8 @@ Task ProcessGroupCollcomm::reduceScatterBaseTask(const at::Tensor& output, const
   checkReduction(input, op);
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "collcomm reduce_scatter_tensor: output type ",
               output.scalar_type(), " differs from input type ", input.scalar_type());
-  TORCH_CHECK(input.numel() == output.numel() * getSize(), "collcomm reduce_scatter_tensor: input has ",
-              input.numel(), " elements, expected world size (", getSize(), ") x output (", output.numel(), ")");
+  TORCH_CHECK(input.numel() == output.numel() * getSize(), "collcomm reduce_scatter_tensor: input has ", input.numel(),
+              " elements, expected world size (", getSize(), ") x output (", output.numel(), ")");
   auto in = std::make_shared<at::Tensor>();
   auto out = std::make_shared<at::Tensor>();
   auto reduction = std::make_shared<std::shared_ptr<Reduction>>();
@@ -687,22 +717,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::reduce_scatter(std::vector<
                         }});
   }
   // Uneven sizes: one ccReduce per rank, of that rank's part, to that rank.
-  return enqueue(c10d::OpType::REDUCE_SCATTER, outputs,
-                 Task{[this, output, ins, op, out, reduction, rank, size] {
-                        *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
-                        *reduction = makeReduction(comm_, output, op);
-                        for (int p = 0; p < size; ++p) {
-                          at::Tensor in = dense(ins[p]);
-                          void* recv = p == rank ? out->data_ptr() : in.data_ptr();
-                          check(ccReduce(in.data_ptr(), recv, in.numel(), (*reduction)->type, (*reduction)->op, p,
-                                         comm_, nullptr),
-                                "reduce_scatter (uneven)");
-                        }
-                      },
-                      [output, out, reduction] {
-                        writeBack(output, *out);
-                        reduction->reset();
-                      }});
+  return enqueue(
+      c10d::OpType::REDUCE_SCATTER, outputs,
+      Task{[this, output, ins, op, out, reduction, rank, size] {
+             *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+             *reduction = makeReduction(comm_, output, op);
+             for (int p = 0; p < size; ++p) {
+               at::Tensor in = dense(ins[p]);
+               void* recv = p == rank ? out->data_ptr() : in.data_ptr();
+               check(ccReduce(in.data_ptr(), recv, in.numel(), (*reduction)->type, (*reduction)->op, p, comm_, nullptr),
+                     "reduce_scatter (uneven)");
+             }
+           },
+           [output, out, reduction] {
+             writeBack(output, *out);
+             reduction->reset();
+           }});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -724,9 +754,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::alltoall_base(at::Tensor& o
                    Task{[this, input, output, in, out, size] {
                           *in = dense(input);
                           *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
-                          check(ccAlltoAll(in->data_ptr(), out->data_ptr(), bytesOf(*in) / size, ccUint8, comm_,
-                                           nullptr),
-                                "all_to_all_single");
+                          check(
+                              ccAlltoAll(in->data_ptr(), out->data_ptr(), bytesOf(*in) / size, ccUint8, comm_, nullptr),
+                              "all_to_all_single");
                         },
                         [output, out] { writeBack(output, *out); }});
   }
@@ -751,37 +781,36 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::alltoall_base(at::Tensor& o
   };
   std::vector<int64_t> sendRows = splitsOf(inputSplits, input, "input");
   std::vector<int64_t> recvRows = splitsOf(outputSplits, output, "output");
-  return enqueue(
-      c10d::OpType::ALLTOALL_BASE, {output},
-      Task{[this, input, output, in, out, sendRows, recvRows, rank, size] {
-             *in = dense(input);
-             *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
-             const size_t inRow = input.size(0) > 0 ? bytesOf(*in) / input.size(0) : 0;
-             const size_t outRow = output.size(0) > 0 ? bytesOf(*out) / output.size(0) : 0;
-             auto* src = static_cast<char*>(in->data_ptr());
-             auto* dst = static_cast<char*>(out->data_ptr());
-             std::vector<size_t> sendOff(size), recvOff(size);
-             for (int p = 1; p < size; ++p) {
-               sendOff[p] = sendOff[p - 1] + sendRows[p - 1] * inRow;
-               recvOff[p] = recvOff[p - 1] + recvRows[p - 1] * outRow;
-             }
-             TORCH_CHECK(sendRows[rank] * inRow == recvRows[rank] * outRow,
-                         "collcomm all_to_all_single: this rank sends itself ", sendRows[rank] * inRow,
-                         " bytes but expects ", recvRows[rank] * outRow);
-             GroupScope group;
-             for (int p = 0; p < size; ++p) {
-               if (p == rank) continue;
-               if (sendRows[p] > 0)
-                 check(ccSend(src + sendOff[p], sendRows[p] * inRow, ccUint8, p, comm_, nullptr),
-                       "all_to_all_single (send)");
-               if (recvRows[p] > 0)
-                 check(ccRecv(dst + recvOff[p], recvRows[p] * outRow, ccUint8, p, comm_, nullptr),
-                       "all_to_all_single (recv)");
-             }
-             check(group.end(), "all_to_all_single");
-             std::memcpy(dst + recvOff[rank], src + sendOff[rank], sendRows[rank] * inRow);
-           },
-           [output, out] { writeBack(output, *out); }});
+  return enqueue(c10d::OpType::ALLTOALL_BASE, {output},
+                 Task{[this, input, output, in, out, sendRows, recvRows, rank, size] {
+                        *in = dense(input);
+                        *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+                        const size_t inRow = input.size(0) > 0 ? bytesOf(*in) / input.size(0) : 0;
+                        const size_t outRow = output.size(0) > 0 ? bytesOf(*out) / output.size(0) : 0;
+                        auto* src = static_cast<char*>(in->data_ptr());
+                        auto* dst = static_cast<char*>(out->data_ptr());
+                        std::vector<size_t> sendOff(size), recvOff(size);
+                        for (int p = 1; p < size; ++p) {
+                          sendOff[p] = sendOff[p - 1] + sendRows[p - 1] * inRow;
+                          recvOff[p] = recvOff[p - 1] + recvRows[p - 1] * outRow;
+                        }
+                        TORCH_CHECK(sendRows[rank] * inRow == recvRows[rank] * outRow,
+                                    "collcomm all_to_all_single: this rank sends itself ", sendRows[rank] * inRow,
+                                    " bytes but expects ", recvRows[rank] * outRow);
+                        GroupScope group;
+                        for (int p = 0; p < size; ++p) {
+                          if (p == rank) continue;
+                          if (sendRows[p] > 0)
+                            check(ccSend(src + sendOff[p], sendRows[p] * inRow, ccUint8, p, comm_, nullptr),
+                                  "all_to_all_single (send)");
+                          if (recvRows[p] > 0)
+                            check(ccRecv(dst + recvOff[p], recvRows[p] * outRow, ccUint8, p, comm_, nullptr),
+                                  "all_to_all_single (recv)");
+                        }
+                        check(group.end(), "all_to_all_single");
+                        std::memcpy(dst + recvOff[rank], src + sendOff[rank], sendRows[rank] * inRow);
+                      },
+                      [output, out] { writeBack(output, *out); }});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::alltoall(std::vector<at::Tensor>& outputs,
@@ -796,8 +825,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::alltoall(std::vector<at::Te
     checkCpu(outputs[p], "all_to_all");
     TORCH_CHECK(inputs[p].scalar_type() == outputs[p].scalar_type(), "collcomm all_to_all: types differ");
   }
-  TORCH_CHECK(bytesOf(inputs[rank]) == bytesOf(outputs[rank]), "collcomm all_to_all: this rank's own input and output "
-                                                               "differ in size");
+  TORCH_CHECK(bytesOf(inputs[rank]) == bytesOf(outputs[rank]),
+              "collcomm all_to_all: this rank's own input and output "
+              "differ in size");
   std::vector<at::Tensor> ins = inputs;
   std::vector<at::Tensor> outs = outputs;
   auto bufs = std::make_shared<std::vector<at::Tensor>>();
@@ -805,7 +835,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::alltoall(std::vector<at::Te
                  Task{[this, ins, outs, bufs, rank, size] {
                         std::vector<at::Tensor> dins;
                         for (auto& i : ins) dins.push_back(dense(i));
-                        for (auto& o : outs) bufs->push_back(o.is_contiguous() ? o : at::empty_like(o, at::MemoryFormat::Contiguous));
+                        for (auto& o : outs)
+                          bufs->push_back(o.is_contiguous() ? o : at::empty_like(o, at::MemoryFormat::Contiguous));
                         GroupScope group;
                         for (int p = 0; p < size; ++p) {
                           if (p == rank) continue;
@@ -830,13 +861,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::send(std::vector<at::Tensor
               " is not another rank of this group of ", getSize());
   at::Tensor tensor = tensors[0];
   auto buffer = std::make_shared<at::Tensor>();
-  return enqueue(c10d::OpType::SEND, tensors, Task{[this, tensor, buffer, dstRank] {
-                                                     *buffer = dense(tensor);
-                                                     check(ccSend(buffer->data_ptr(), bytesOf(*buffer), ccUint8,
-                                                                  dstRank, comm_, nullptr),
-                                                           "send");
-                                                   },
-                                                   [buffer] { buffer->reset(); }});
+  return enqueue(c10d::OpType::SEND, tensors,
+                 Task{[this, tensor, buffer, dstRank] {
+                        *buffer = dense(tensor);
+                        check(ccSend(buffer->data_ptr(), bytesOf(*buffer), ccUint8, dstRank, comm_, nullptr), "send");
+                      },
+                      [buffer] { buffer->reset(); }});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::recv(std::vector<at::Tensor>& tensors, int srcRank, int) {
@@ -847,7 +877,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::recv(std::vector<at::Tensor
   auto buffer = std::make_shared<at::Tensor>();
   return enqueue(c10d::OpType::RECV, tensors,
                  Task{[this, tensor, buffer, srcRank] {
-                        *buffer = tensor.is_contiguous() ? tensor : at::empty_like(tensor, at::MemoryFormat::Contiguous);
+                        *buffer =
+                            tensor.is_contiguous() ? tensor : at::empty_like(tensor, at::MemoryFormat::Contiguous);
                         check(ccRecv(buffer->data_ptr(), bytesOf(*buffer), ccUint8, srcRank, comm_, nullptr), "recv");
                       },
                       [tensor, buffer] { writeBack(tensor, *buffer); }});
@@ -856,12 +887,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::recv(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::barrier(const c10d::BarrierOptions&) {
   // A one-byte all-reduce queued behind everything issued before: waiting on it waits for those too.
   auto token = std::make_shared<at::Tensor>(at::zeros({1}, at::kByte));
-  return enqueue(c10d::OpType::BARRIER, {}, Task{[this, token] {
-                                                   check(ccAllReduce(token->data_ptr(), token->data_ptr(), 1, ccUint8,
-                                                                     ccMax, comm_, nullptr),
-                                                         "barrier");
-                                                 },
-                                                 {}});
+  return enqueue(c10d::OpType::BARRIER, {},
+                 Task{[this, token] {
+                        check(ccAllReduce(token->data_ptr(), token->data_ptr(), 1, ccUint8, ccMax, comm_, nullptr),
+                              "barrier");
+                      },
+                      {}});
 }
 
 }  // namespace collcomm_torch

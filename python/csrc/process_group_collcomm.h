@@ -4,18 +4,18 @@
 // expects of one process group), and completes the Work and its future.
 #pragma once
 
+#include <ATen/core/ivalue.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
-
-#include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+#include <vector>
 
 #include "collcomm.h"
 #include "worker.h"
