@@ -147,15 +147,46 @@ void checkSingle(const std::vector<at::Tensor>& tensors, const char* what) {
   checkCpu(tensors[0], what);
 }
 
+void checkRoot(int64_t root, int size, const char* what) {
+  TORCH_CHECK(root >= 0 && root < size, "collcomm ", what, ": root ", root, " is not a rank of this group of ", size);
+}
+
 size_t bytesOf(const at::Tensor& t) { return static_cast<size_t>(t.numel()) * t.element_size(); }
 
 // A contiguous tensor with t's values: t itself when it is contiguous, else a copy (made on the
 // worker, so it sees what earlier operations wrote).
 at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
 
+// A contiguous tensor to write t's result into: t itself when it is contiguous, else a new one
+// (writeBack then copies it into t).
+at::Tensor denseOut(const at::Tensor& t) {
+  return t.is_contiguous() ? t : at::empty_like(t, at::MemoryFormat::Contiguous);
+}
+
 // Copies `from` into `to` when they are different tensors (a contiguous stand-in for `to`).
 void writeBack(const at::Tensor& to, const at::Tensor& from) {
   if (!to.is_same(from)) to.copy_(from.view_as(to));
+}
+
+// The root's list of world-size tensors for gather (its outputs) or scatter (its inputs), checked
+// against the root's own tensor `own`; empty on the other ranks, which must pass none.
+std::vector<at::Tensor> rootList(const std::vector<std::vector<at::Tensor>>& lists, const at::Tensor& own, int rank,
+                                 int root, int size, const char* what, const char* kind) {
+  if (rank != root) {
+    TORCH_CHECK(lists.empty() || (lists.size() == 1 && lists[0].empty()), "collcomm ", what, ": only the root passes ",
+                kind, " tensors");
+    return {};
+  }
+  TORCH_CHECK(lists.size() == 1 && static_cast<int>(lists[0].size()) == size, "collcomm ", what,
+              ": the root expects one ", kind, " list of world size (", size, ") tensors");
+  for (const auto& t : lists[0]) {
+    checkCpu(t, what);
+    TORCH_CHECK(t.scalar_type() == own.scalar_type(), "collcomm ", what, ": ", kind, " type ", t.scalar_type(),
+                " differs from ", own.scalar_type());
+  }
+  TORCH_CHECK(lists[0][root].numel() == own.numel(), "collcomm ", what, ": the root's own ", kind, " has ",
+              lists[0][root].numel(), " elements, its other tensor ", own.numel());
+  return lists[0];
 }
 
 bool sameShapes(const std::vector<at::Tensor>& ts, const at::Tensor& like) {
@@ -180,6 +211,17 @@ class GroupScope {
  private:
   bool started_;
 };
+
+// One Task made of several, run in order (the coalesced variants of one operation).
+Task sequence(std::vector<Task> parts) {
+  auto shared = std::make_shared<std::vector<Task>>(std::move(parts));
+  return Task{[shared] {
+                for (auto& p : *shared) p.issue();
+              },
+              [shared] {
+                for (auto& p : *shared) p.finish();
+              }};
+}
 
 }  // namespace
 
@@ -383,21 +425,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::allreduce_coalesced(std::ve
     checkCpu(t, "all_reduce_coalesced");
     parts.push_back(allreduceTask(t, opts.reduceOp));
   }
-  auto shared = std::make_shared<std::vector<Task>>(std::move(parts));
-  return enqueue(c10d::OpType::ALLREDUCE_COALESCED, tensors,
-                 Task{[shared] {
-                        for (auto& p : *shared) p.issue();
-                      },
-                      [shared] {
-                        for (auto& p : *shared) p.finish();
-                      }});
+  return enqueue(c10d::OpType::ALLREDUCE_COALESCED, tensors, sequence(std::move(parts)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::broadcast(std::vector<at::Tensor>& tensors,
                                                                const c10d::BroadcastOptions& opts) {
   checkSingle(tensors, "broadcast");
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "collcomm broadcast: root ", opts.rootRank,
-              " is not a rank of this group of ", getSize());
+  checkRoot(opts.rootRank, getSize(), "broadcast");
   at::Tensor tensor = tensors[0];
   auto buffer = std::make_shared<at::Tensor>();
   const int root = static_cast<int>(opts.rootRank);
@@ -414,8 +448,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::broadcast(std::vector<at::T
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::reduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::ReduceOptions& opts) {
   checkSingle(tensors, "reduce");
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "collcomm reduce: root ", opts.rootRank,
-              " is not a rank of this group of ", getSize());
+  checkRoot(opts.rootRank, getSize(), "reduce");
   at::Tensor tensor = tensors[0];
   checkReduction(tensor, opts.reduceOp);
   auto buffer = std::make_shared<at::Tensor>();
@@ -448,7 +481,7 @@ Task ProcessGroupCollcomm::allgatherBaseTask(const at::Tensor& output, const at:
   auto out = std::make_shared<at::Tensor>();
   return Task{[this, output, input, in, out] {
                 *in = dense(input);
-                *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+                *out = denseOut(output);
                 check(ccAllGather(in->data_ptr(), out->data_ptr(), bytesOf(*in), ccUint8, comm_, nullptr),
                       "all_gather_into_tensor");
               },
@@ -465,15 +498,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::allgather_into_tensor_coale
                                                                                      const c10d::AllgatherOptions&) {
   TORCH_CHECK(outputs.size() == inputs.size(), "collcomm allgather_into_tensor_coalesced: ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
-  auto parts = std::make_shared<std::vector<Task>>();
-  for (size_t i = 0; i < inputs.size(); ++i) parts->push_back(allgatherBaseTask(outputs[i], inputs[i]));
-  return enqueue(c10d::OpType::COALESCED, outputs,
-                 Task{[parts] {
-                        for (auto& p : *parts) p.issue();
-                      },
-                      [parts] {
-                        for (auto& p : *parts) p.finish();
-                      }});
+  std::vector<Task> parts;
+  for (size_t i = 0; i < inputs.size(); ++i) parts.push_back(allgatherBaseTask(outputs[i], inputs[i]));
+  return enqueue(c10d::OpType::COALESCED, outputs, sequence(std::move(parts)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -515,8 +542,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::allgather(std::vector<std::
   return enqueue(c10d::OpType::ALLGATHER, outs,
                  Task{[this, input, outs, in, bufs, rank, size] {
                         *in = dense(input);
-                        for (auto& o : outs)
-                          bufs->push_back(o.is_contiguous() ? o : at::empty_like(o, at::MemoryFormat::Contiguous));
+                        for (auto& o : outs) bufs->push_back(denseOut(o));
                         GroupScope group;
                         for (int p = 0; p < size; ++p) {
                           if (p == rank) continue;
@@ -539,23 +565,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::gather(std::vector<std::vec
   const int root = static_cast<int>(opts.rootRank);
   const int rank = getRank();
   const int size = getSize();
-  TORCH_CHECK(root >= 0 && root < size, "collcomm gather: root ", root, " is not a rank of this group of ", size);
-  std::vector<at::Tensor> outs;
-  if (rank == root) {
-    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size,
-                "collcomm gather: the root expects one output list of world size (", size, ") tensors");
-    outs = outputs[0];
-    for (auto& o : outs) {
-      checkCpu(o, "gather");
-      TORCH_CHECK(o.scalar_type() == inputs[0].scalar_type(), "collcomm gather: output type ", o.scalar_type(),
-                  " differs from input type ", inputs[0].scalar_type());
-    }
-    TORCH_CHECK(outs[root].numel() == inputs[0].numel(), "collcomm gather: the root's own output has ",
-                outs[root].numel(), " elements, its input ", inputs[0].numel());
-  } else {
-    TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
-                "collcomm gather: only the root passes output tensors");
-  }
+  checkRoot(root, size, "gather");
+  std::vector<at::Tensor> outs = rootList(outputs, inputs[0], rank, root, size, "gather", "output");
   // Point to point, so each rank may send a different number of elements (the root's outputs say how many).
   at::Tensor input = inputs[0];
   auto in = std::make_shared<at::Tensor>();
@@ -567,8 +578,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::gather(std::vector<std::vec
                           check(ccSend(in->data_ptr(), bytesOf(*in), ccUint8, root, comm_, nullptr), "gather (send)");
                           return;
                         }
-                        for (auto& o : outs)
-                          bufs->push_back(o.is_contiguous() ? o : at::empty_like(o, at::MemoryFormat::Contiguous));
+                        for (auto& o : outs) bufs->push_back(denseOut(o));
                         GroupScope group;
                         for (int p = 0; p < size; ++p) {
                           if (p != rank)
@@ -590,29 +600,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::scatter(std::vector<at::Ten
   const int root = static_cast<int>(opts.rootRank);
   const int rank = getRank();
   const int size = getSize();
-  TORCH_CHECK(root >= 0 && root < size, "collcomm scatter: root ", root, " is not a rank of this group of ", size);
-  std::vector<at::Tensor> ins;
-  if (rank == root) {
-    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size,
-                "collcomm scatter: the root expects one input list of world size (", size, ") tensors");
-    ins = inputs[0];
-    for (auto& i : ins) {
-      checkCpu(i, "scatter");
-      TORCH_CHECK(i.scalar_type() == outputs[0].scalar_type(), "collcomm scatter: input type ", i.scalar_type(),
-                  " differs from output type ", outputs[0].scalar_type());
-    }
-    TORCH_CHECK(ins[root].numel() == outputs[0].numel(), "collcomm scatter: the root's own input has ",
-                ins[root].numel(), " elements, its output ", outputs[0].numel());
-  } else {
-    TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
-                "collcomm scatter: only the root passes input tensors");
-  }
+  checkRoot(root, size, "scatter");
+  std::vector<at::Tensor> ins = rootList(inputs, outputs[0], rank, root, size, "scatter", "input");
   at::Tensor output = outputs[0];
   auto out = std::make_shared<at::Tensor>();
   return enqueue(
       c10d::OpType::SCATTER, outputs,
       Task{[this, output, ins, out, rank, size, root] {
-             *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+             *out = denseOut(output);
              if (rank != root) {
                check(ccRecv(out->data_ptr(), bytesOf(*out), ccUint8, root, comm_, nullptr), "scatter (recv)");
                return;
@@ -644,7 +639,7 @@ Task ProcessGroupCollcomm::reduceScatterBaseTask(const at::Tensor& output, const
   auto reduction = std::make_shared<std::shared_ptr<Reduction>>();
   return Task{[this, output, input, op, in, out, reduction] {
                 *in = dense(input);
-                *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+                *out = denseOut(output);
                 *reduction = makeReduction(comm_, input, op);
                 check(ccReduceScatter(in->data_ptr(), out->data_ptr(), out->numel(), (*reduction)->type,
                                       (*reduction)->op, comm_, nullptr),
@@ -665,16 +660,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::reduce_scatter_tensor_coale
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "collcomm reduce_scatter_tensor_coalesced: ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
-  auto parts = std::make_shared<std::vector<Task>>();
+  std::vector<Task> parts;
   for (size_t i = 0; i < inputs.size(); ++i)
-    parts->push_back(reduceScatterBaseTask(outputs[i], inputs[i], opts.reduceOp));
-  return enqueue(c10d::OpType::COALESCED, outputs,
-                 Task{[parts] {
-                        for (auto& p : *parts) p.issue();
-                      },
-                      [parts] {
-                        for (auto& p : *parts) p.finish();
-                      }});
+    parts.push_back(reduceScatterBaseTask(outputs[i], inputs[i], opts.reduceOp));
+  return enqueue(c10d::OpType::COALESCED, outputs, sequence(std::move(parts)));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -705,7 +694,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::reduce_scatter(std::vector<
                           std::vector<at::Tensor> flat;
                           for (auto& i : ins) flat.push_back(i.reshape({-1}));
                           at::Tensor in = at::cat(flat);
-                          *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+                          *out = denseOut(output);
                           *reduction = makeReduction(comm_, output, op);
                           check(ccReduceScatter(in.data_ptr(), out->data_ptr(), out->numel(), (*reduction)->type,
                                                 (*reduction)->op, comm_, nullptr),
@@ -720,7 +709,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::reduce_scatter(std::vector<
   return enqueue(
       c10d::OpType::REDUCE_SCATTER, outputs,
       Task{[this, output, ins, op, out, reduction, rank, size] {
-             *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+             *out = denseOut(output);
              *reduction = makeReduction(comm_, output, op);
              for (int p = 0; p < size; ++p) {
                at::Tensor in = dense(ins[p]);
@@ -753,7 +742,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::alltoall_base(at::Tensor& o
     return enqueue(c10d::OpType::ALLTOALL_BASE, {output},
                    Task{[this, input, output, in, out, size] {
                           *in = dense(input);
-                          *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+                          *out = denseOut(output);
                           check(
                               ccAlltoAll(in->data_ptr(), out->data_ptr(), bytesOf(*in) / size, ccUint8, comm_, nullptr),
                               "all_to_all_single");
@@ -784,7 +773,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::alltoall_base(at::Tensor& o
   return enqueue(c10d::OpType::ALLTOALL_BASE, {output},
                  Task{[this, input, output, in, out, sendRows, recvRows, rank, size] {
                         *in = dense(input);
-                        *out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+                        *out = denseOut(output);
                         const size_t inRow = input.size(0) > 0 ? bytesOf(*in) / input.size(0) : 0;
                         const size_t outRow = output.size(0) > 0 ? bytesOf(*out) / output.size(0) : 0;
                         auto* src = static_cast<char*>(in->data_ptr());
@@ -835,8 +824,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::alltoall(std::vector<at::Te
                  Task{[this, ins, outs, bufs, rank, size] {
                         std::vector<at::Tensor> dins;
                         for (auto& i : ins) dins.push_back(dense(i));
-                        for (auto& o : outs)
-                          bufs->push_back(o.is_contiguous() ? o : at::empty_like(o, at::MemoryFormat::Contiguous));
+                        for (auto& o : outs) bufs->push_back(denseOut(o));
                         GroupScope group;
                         for (int p = 0; p < size; ++p) {
                           if (p == rank) continue;
@@ -877,8 +865,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::recv(std::vector<at::Tensor
   auto buffer = std::make_shared<at::Tensor>();
   return enqueue(c10d::OpType::RECV, tensors,
                  Task{[this, tensor, buffer, srcRank] {
-                        *buffer =
-                            tensor.is_contiguous() ? tensor : at::empty_like(tensor, at::MemoryFormat::Contiguous);
+                        *buffer = denseOut(tensor);
                         check(ccRecv(buffer->data_ptr(), bytesOf(*buffer), ccUint8, srcRank, comm_, nullptr), "recv");
                       },
                       [tensor, buffer] { writeBack(tensor, *buffer); }});

@@ -1,5 +1,7 @@
 """torch.distributed semantics of the collcomm backend: every op, every dtype, checked against
 float64 references of crafted inputs and against Gloo (same inputs, same run) bit for bit."""
+from datetime import timedelta
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -171,7 +173,23 @@ def check_p2p_and_async(rank, world, gloo):
         assert w.is_completed(), "earlier work completes before a later one"
         assert_same(x, reference(world, N, torch.float32, "sum", salt=i), "async all_reduce")
         assert_same(f.wait()[0], x, "future value")
-    assert works[0].wait(timeout=__import__("datetime").timedelta(seconds=5))
+    assert works[0].wait(timeout=timedelta(seconds=5))
+    # wait(timeout) gives up on a collective a peer has not joined yet (rank 1 joins only when
+    # told through the store), and the same Work completes once it has.
+    store = dist.distributed_c10d._get_default_store()
+    t = torch.ones(4)
+    if rank == 1:
+        store.wait(["collcomm_test_go"])
+        dist.all_reduce(t)
+    else:
+        w = dist.all_reduce(t, async_op=True)
+        if rank == 0:
+            with pytest.raises(RuntimeError, match="timed out"):
+                w.wait(timeout=timedelta(milliseconds=200))
+            assert not w.is_completed()
+            store.set("collcomm_test_go", "1")
+        w.wait()
+    assert t.tolist() == [float(world)] * 4
     dist.barrier()
     # Non-contiguous tensors, in and out.
     base = torch.stack([craft(rank, N, torch.bfloat16, salt=i) for i in range(4)], dim=1)  # (N, 4)
