@@ -319,6 +319,10 @@ void ProcessGroupCollcomm::abort() {
 void ProcessGroupCollcomm::check(ccResult_t result, const char* what) {
   if (result == ccSuccess) return;
   failed_.store(true);
+  // After abort the communicator is freed: its last error cannot be read any more.
+  if (aborted_.load())
+    C10_THROW_ERROR(DistBackendError, c10::str("collcomm ", what, " on rank ", getRank(), " of group '", name_,
+                                               "': the process group was aborted (", ccGetErrorString(result), ")"));
   const char* detail = ccGetLastError(comm_);
   C10_THROW_ERROR(DistBackendError,
                   c10::str("collcomm ", what, " failed on rank ", getRank(), " of group '", name_,

@@ -62,3 +62,27 @@ def test_killed_rank_is_named():
         assert f"rank {VICTIM}" in message, f"rank {r}'s error does not name rank {VICTIM}: {message}"
         print(f"rank {r} after {float(elapsed):.2f} s: {message}")
         assert float(elapsed) < TIMEOUT_S + 5, f"rank {r} raised after {elapsed} s (timeout {TIMEOUT_S} s)"
+
+
+def _abort_body(rank, world, gloo):
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    store = dist.distributed_c10d._get_default_store()
+    if rank == 1:
+        store.wait(["collcomm_abort_done"])  # never joins the all_reduce rank 0 is stuck in
+        return
+    work = dist.all_reduce(torch.ones(8), async_op=True)
+    start = time.monotonic()
+    dist.group.WORLD.abort()
+    with pytest.raises(RuntimeError, match="aborted"):
+        work.wait()
+    assert time.monotonic() - start < 5, "abort ends the collective in flight at once, not at the timeout"
+    store.set("collcomm_abort_done", "1")
+
+
+def test_abort_ends_a_stuck_collective():
+    from harness import run_ranks
+
+    run_ranks(_abort_body, 2, timeout_s=30)
