@@ -65,6 +65,11 @@ def check_reductions(rank, world, gloo):
         t = craft(rank, N, dtype)
         dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))
         assert_same(t, (reference(world, N, torch.float64, "sum") * 2).to(dtype), f"premul_sum {dtype}")
+    # Uneven reduce_scatter (Gloo has none): part p has p+1 elements, rank r gets the sum of parts r.
+    ins = [craft(rank, p + 1, torch.bfloat16, salt=p) for p in range(world)]
+    out = torch.empty(rank + 1, dtype=torch.bfloat16)
+    dist.reduce_scatter(out, ins)
+    assert_same(out, reference(world, rank + 1, torch.bfloat16, "sum", salt=rank), "uneven reduce_scatter")
     # bool: SUM is OR, PRODUCT is AND (torch's definition).
     b = torch.tensor([rank == 0, False, True])
     dist.all_reduce(b)
