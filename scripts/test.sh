@@ -2,8 +2,8 @@
 # Quick start, tests (and what CI runs): install what is needed, build, run the whole suite; then
 # the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer; compile every CUDA
 # kernel for the supported architectures (nothing runs them here: there is no GPU); and
-# fuzz the topology loader briefly. SKIP_SANITIZERS=1, SKIP_FUZZ=1 or SKIP_CUDA=1 leave those
-# stages out (for a quick local run).
+# fuzz the topology loader briefly; the PyTorch backend (python/ci.sh). SKIP_SANITIZERS=1, SKIP_FUZZ=1,
+# SKIP_CUDA=1 or SKIP_TORCH=1 leave those stages out (for a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -36,5 +36,9 @@ if [ "${SKIP_CUDA:-0}" != 1 ]; then
   else
     echo "== CUDA kernels: SKIPPED (no nvcc on this machine)"
   fi
+fi
+if [ "${SKIP_TORCH:-0}" != 1 ]; then
+  echo "== PyTorch backend: install torch==2.11.0 and collcomm_torch, run its tests (python/ci.sh)"
+  bash python/ci.sh
 fi
 echo "== all stages passed"

@@ -1,0 +1,31 @@
+"""Registers the "collcomm" backend with torch.distributed (idempotent).
+
+Also the ``torch.backends`` entry point: torch calls ``register`` at the end of its own import,
+so ``init_process_group("collcomm")`` works without importing collcomm_torch first.
+"""
+BACKEND_NAME = "collcomm"
+
+
+def _create_backend(dist_options, backend_options):
+    """The creator torch calls (extended API) for each process group that uses collcomm."""
+    import torch.distributed  # noqa: F401  (first: _C's classes derive from torch's)
+
+    from . import _C
+
+    return _C.ProcessGroupCollcomm(
+        dist_options.store,
+        dist_options.group_rank,
+        dist_options.group_size,
+        dist_options.timeout,
+        str(dist_options.group_id),
+    )
+
+
+def register():
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    if BACKEND_NAME in dist.Backend.backend_list:
+        return
+    dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True, devices=["cpu"])

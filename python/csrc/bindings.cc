@@ -1,0 +1,24 @@
+// The Python module collcomm_torch._C: ProcessGroupCollcomm as a subclass of torch's Backend, so
+// torch.distributed can hold it like its own backends.
+#include <pybind11/chrono.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "process_group_collcomm.h"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "collcomm's c10d backend (CPU tensors)";
+  py::class_<collcomm_torch::ProcessGroupCollcomm, c10d::Backend,
+             c10::intrusive_ptr<collcomm_torch::ProcessGroupCollcomm>>(m, "ProcessGroupCollcomm")
+      .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, std::chrono::milliseconds, std::string>(),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("name"),
+           py::call_guard<py::gil_scoped_release>());
+  m.def("version", [] {
+    int v = 0;
+    (void)ccGetVersion(&v);
+    return v;
+  });
+}
