@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/op_signal.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
 
@@ -203,11 +204,15 @@ TEST(ApiErrors, AbortEndsAStuckCollectivePromptly) {
   std::vector<float> buf(1 << 20, 1.0f);
   ccResult_t result = ccSuccess;
   Clock::time_point returned;
+  OpEntry entry(ranks.comm(0));
   std::thread stuck([&] {
+    entry.announce();
     result = ccAllReduce(buf.data(), buf.data(), buf.size(), ccFloat32, ccSum, ranks.comm(0), nullptr);
     returned = Clock::now();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Abort only once the allreduce is inside (it cannot finish without rank 1): aborting first
+  // would free the communicator under a thread that has not called yet.
+  EXPECT_TRUE(entry.waitInside()) << "the allreduce did not start";
   const auto abortAt = Clock::now();
   EXPECT_EQ(ccCommAbort(ranks.comm(0)), ccSuccess);
   const auto abortDone = Clock::now();

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/op_signal.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
 
@@ -189,11 +190,15 @@ TEST(Direct, AbortEndsAWaitingRankPromptly) {
   std::vector<float> send(1 << 16, 1.0f), recv(2 << 16);
   ccResult_t result = ccSuccess;
   Clock::time_point returned;
+  OpEntry entry(ranks.comm(0));
   std::thread stuck([&] {
+    entry.announce();
     result = ccAllGather(send.data(), recv.data(), send.size(), ccFloat32, ranks.comm(0), nullptr);
     returned = Clock::now();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Abort only once the allgather is inside (it cannot finish without rank 1): aborting first
+  // would free the communicator under a thread that has not called yet.
+  EXPECT_TRUE(entry.waitInside()) << "the allgather did not start";
   const auto abortAt = Clock::now();
   EXPECT_EQ(ccCommAbort(ranks.comm(0)), ccSuccess);
   stuck.join();

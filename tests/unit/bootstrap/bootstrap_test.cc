@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <map>
 #include <random>
 #include <string>
@@ -19,12 +20,15 @@
 
 #include "bootstrap/socket.h"
 #include "bootstrap/wire.h"
+#include "support/op_signal.h"
 #include "support/watchdog.h"
 
 namespace collcomm::detail {
 namespace {
 
+using collcomm::test::currentTid;
 using collcomm::test::runWithWatchdog;
+using collcomm::test::waitThreadAsleep;
 using Clock = std::chrono::steady_clock;
 
 constexpr double kJobSeconds = 10;  // every init/op deadline in a passing job
@@ -114,7 +118,9 @@ TEST_F(BootstrapTest, BarrierWaitsForEveryRank) {
     std::atomic<int> arrived{0};
     auto results = runJob(newId(), allRanks(kRanks), kJobSeconds, [&](Bootstrap& b) {
       for (int phase = 1; phase <= 4; ++phase) {
-        // Stagger arrivals so a barrier that does not wait would be caught.
+        // Stagger arrivals so a barrier that does not wait would be caught. A deliberate delay, not
+        // a synchronisation: the assertion below holds however the threads are scheduled, the
+        // stagger only makes a barrier that lets a rank through early likely to be seen.
         std::this_thread::sleep_for(std::chrono::milliseconds(5 * ((b.rank() + phase) % kRanks)));
         arrived.fetch_add(1);
         ASSERT_EQ(b.barrier(Deadline::afterSeconds(kJobSeconds)), kOk) << threadLastError();
@@ -305,30 +311,43 @@ TEST_F(BootstrapTest, RootTimeoutNamesMissingRanks) {
 
 TEST_F(BootstrapTest, AbortUnblocksRecvAndLaterCalls) {
   runWithWatchdog(20, [] {
-    std::atomic<Bootstrap*> victim{nullptr};
-    std::atomic<bool> rank0Done{false};
+    // Rank 0 hands over its bootstrap and thread just before its recv; the aborter aborts once that
+    // thread sleeps in the recv's wait. Rank 1 stays in the job until rank 0 is done.
+    std::promise<std::pair<Bootstrap*, pid_t>> victim;
+    std::future<std::pair<Bootstrap*, pid_t>> victimReady = victim.get_future();
+    std::promise<void> rank0Done;
+    std::future<void> rank0Finished = rank0Done.get_future();
+    std::atomic<Clock::rep> abortAt{0};
+    const auto limit = std::chrono::seconds(static_cast<int>(kJobSeconds));
     std::thread aborter([&] {
-      while (victim.load() == nullptr) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      victim.load()->abort();
+      if (victimReady.wait_for(limit) != std::future_status::ready) {
+        ADD_FAILURE() << "rank 0 never reached its recv";
+        return;
+      }
+      auto [b, tid] = victimReady.get();
+      EXPECT_TRUE(waitThreadAsleep(tid)) << "rank 0 did not block in its recv";
+      abortAt.store(Clock::now().time_since_epoch().count());
+      b->abort();
     });
     auto results = runJob(newId(), allRanks(2), kJobSeconds, [&](Bootstrap& b) {
       if (b.rank() == 1) {
-        while (!rank0Done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        EXPECT_EQ(rank0Finished.wait_for(limit), std::future_status::ready) << "rank 0 did not finish";
         return;
       }
-      victim = &b;
       uint8_t x = 0;
-      auto t0 = Clock::now();
+      victim.set_value({&b, currentTid()});
       EXPECT_EQ(b.recv(1, 5, &x, 1, Deadline::afterSeconds(kJobSeconds)), Status::kRemoteError);
-      auto took = Clock::now() - t0;
-      EXPECT_GE(took, std::chrono::milliseconds(250));
-      EXPECT_LT(took, std::chrono::milliseconds(1300)) << "abort must unblock recv within 1 s";
-      EXPECT_NE(threadLastError().find("aborted"), std::string::npos) << threadLastError();
+      const auto returned = Clock::now();
+      const Clock::time_point aborted{Clock::duration{abortAt.load()}};
+      // The recv waited for the abort (it was in its wait when the abort came, not started after
+      // it) and the abort ended it promptly.
+      EXPECT_NE(threadLastError().find("aborted while"), std::string::npos) << threadLastError();
+      EXPECT_GE(returned, aborted);
+      EXPECT_LT(returned - aborted, std::chrono::seconds(1)) << "abort must unblock recv within 1 s";
       EXPECT_EQ(b.barrier(Deadline::afterSeconds(1)), Status::kRemoteError);
       EXPECT_EQ(b.send(1, 0, &x, 1, Deadline::afterSeconds(1)), Status::kRemoteError);
       EXPECT_NE(threadLastError().find("aborted"), std::string::npos) << threadLastError();
-      rank0Done = true;
+      rank0Done.set_value();
     });
     aborter.join();
     for (auto& r : results) EXPECT_EQ(r.status, kOk) << r.error;

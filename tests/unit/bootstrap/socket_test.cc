@@ -11,12 +11,15 @@
 #include <thread>
 #include <vector>
 
+#include "support/op_signal.h"
 #include "support/watchdog.h"
 
 namespace collcomm::detail {
 namespace {
 
+using collcomm::test::currentTid;
 using collcomm::test::runWithWatchdog;
+using collcomm::test::waitThreadAsleep;
 
 SocketAddress addr(const std::string& text) {
   SocketAddress a;
@@ -156,7 +159,9 @@ SocketAddress listenLoopback(Socket* s) {
 
 TEST(Socket, ConnectRetriesUntilTheListenerIsUp) {
   runWithWatchdog(20, [] {
-    // Find a free port, release it, and listen on it only after the connect has started.
+    // Find a free port, release it, and listen on it only after the connect has started. The
+    // delay is deliberate, not a synchronisation: the connect succeeds however the threads are
+    // scheduled (at once if the listener is up first), it only makes its retries likely to run.
     Socket probe;
     SocketAddress target = listenLoopback(&probe);
     probe.close();
@@ -203,8 +208,10 @@ TEST(Socket, DeadlineAbortAndLargeTransfers) {
     EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150));
 
     std::atomic<bool> abortFlag{false};
+    // Raises the flag once this thread sleeps in the recv's wait, so the abort ends a blocked recv.
+    const pid_t receiver = currentTid();
     std::thread aborter([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      EXPECT_TRUE(waitThreadAsleep(receiver)) << "the recv did not block";
       abortFlag = true;
     });
     t0 = std::chrono::steady_clock::now();

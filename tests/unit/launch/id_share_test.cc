@@ -60,7 +60,9 @@ std::string idLine(const std::string& out) {
 }
 
 // Starts kRanks ranks (rank 0 after rank0DelayMs, so readers poll first) and checks that they
-// agree on one id and form a working communicator. Returns the id line.
+// agree on one id and form a working communicator. Returns the id line. The delay is deliberate,
+// not a synchronisation: the ranks agree however they are scheduled (a reader that starts after
+// rank 0 finds the id at once), it only makes the readers' polling path likely to be exercised.
 std::string runJob(RankEnv makeEnv, const std::string& job, const std::vector<std::string>& more,
                    int rank0DelayMs = 0) {
   std::vector<std::unique_ptr<Command>> ranks(kRanks);

@@ -5,13 +5,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "collcomm.h"
 #include "support/net_only.h"
+#include "support/op_signal.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
 
@@ -40,6 +39,7 @@ TEST_F(NetDeparture, ReceiverThatAbortsIsNamedWithItsReason) {
   ASSERT_EQ(tr.initResult(), ccSuccess) << ccGetLastError(nullptr);
   std::string error;
   ccResult_t result = ccSuccess;
+  OpEntry sending(tr.comm(0));
   tr.run([&](int rank, ccComm_t comm) {
     std::vector<float> buf(kBig, 1.0f);
     // Connects 0 -> 1 first: the departure must come through an established connection.
@@ -47,10 +47,12 @@ TEST_F(NetDeparture, ReceiverThatAbortsIsNamedWithItsReason) {
                              : ccRecv(buf.data(), kWarm, ccFloat32, 0, comm, nullptr);
     if (r != ccSuccess) tr.fail("rank " + std::to_string(rank) + " warm-up: " + ccGetLastError(comm));
     if (rank == 0) {
+      sending.announce();
       result = ccSend(buf.data(), kBig, ccFloat32, 1, comm, nullptr);
       error = ccGetLastError(comm);
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      // Leaves once rank 0 is inside the send (it cannot finish without this rank).
+      if (!sending.waitInside()) tr.fail("rank 0's send did not start");
       ccCommAbort(comm);
     }
   });
@@ -72,6 +74,7 @@ TEST_F(NetDeparture, ReceiverThatLeftBecauseOfAThirdRankNamesTheRootCause) {
   ASSERT_EQ(tr.initResult(), ccSuccess) << ccGetLastError(nullptr);
   std::string error0, error1;
   ccResult_t result0 = ccSuccess, result1 = ccSuccess;
+  OpEntry sending(tr.comm(0)), receiving(tr.comm(1));
   tr.run([&](int rank, ccComm_t comm) {
     std::vector<float> buf(kBig, 1.0f);
     auto warm = [&](ccResult_t r) {
@@ -87,13 +90,18 @@ TEST_F(NetDeparture, ReceiverThatLeftBecauseOfAThirdRankNamesTheRootCause) {
       warm(ccSend(buf.data(), kWarm, ccFloat32, 1, comm, nullptr));
     }
     if (rank == 0) {
+      sending.announce();
       result0 = ccSend(buf.data(), kBig, ccFloat32, 1, comm, nullptr);
       error0 = ccGetLastError(comm);
     } else if (rank == 1) {
+      receiving.announce();
       result1 = ccRecv(buf.data(), kWarm, ccFloat32, 2, comm, nullptr);
       error1 = ccGetLastError(comm);
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      // Aborts once rank 1 waits for it and rank 0 is inside its send to rank 1 (neither can
+      // finish without this rank; the announcements tell these calls from the warm-up).
+      if (!receiving.waitInside()) tr.fail("rank 1's receive did not start");
+      if (!sending.waitInside()) tr.fail("rank 0's send did not start");
       ccCommAbort(comm);
     }
   });
