@@ -191,6 +191,7 @@ class WorkerJob {
         return "WATCHDOG: the " + scenario_ + " job did not finish within " + std::to_string(deadlineSeconds_) +
                " s; killed ranks" + ranks + "\n" + allOutput();
       }
+      // Only the interval between looks at the workers' exit: the loop ends on their exits or the deadline.
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     collectOutput();

@@ -28,6 +28,7 @@
 #include "bootstrap/bootstrap.h"
 #include "collcomm.h"
 #include "support/coll_check.h"
+#include "support/op_signal.h"
 #include "support/watchdog.h"
 
 namespace collcomm::test {
@@ -391,7 +392,9 @@ int runP2p(ccComm_t comm, int rank, int nranks) {
 constexpr int kExitNamedAnotherRank = 3;
 
 // `die`: the last rank exits right after one good allreduce, before the others start a large one.
-// `die-mid`: the last rank joins the large allreduce too and exits 20 ms into it.
+// `die-mid`: the last rank joins the large allreduce too and exits 20 ms into it (counted from when
+// its allreduce is inside the library, so a late start cannot turn it into `die`; the 20 ms are the
+// scenario's, a deliberate delay that lets the ranks start moving data before one dies).
 int runDie(ccComm_t comm, int rank, int nranks, bool midOperation) {
   if (nranks < 2) return fail("the die scenarios need at least 2 ranks");
   std::string f = runCase(comm, rank, nranks, {Coll::kAllReduce, ccFloat32, ccSum, 1001, false, 0});
@@ -402,10 +405,13 @@ int runDie(ccComm_t comm, int rank, int nranks, bool midOperation) {
   if (rank == victim) {
     say("exiting with status 9 on purpose%s", midOperation ? " 20 ms into a large allreduce" : "");
     if (!midOperation) _exit(9);
+    static collcomm::test::OpEntry entry(comm);
     std::thread([] {
+      (void)entry.waitInside();  // at the deadline it exits all the same
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       _exit(9);
     }).detach();
+    entry.announce();
     ccAllReduce(send.data(), recv.data(), count, ccFloat32, ccSum, comm, nullptr);
     _exit(9);
   }
