@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# compare.sh - collcomm's host collectives against Open MPI, MPICH and Gloo, back to back, in one
+# compare.sh - collcomm's host collectives against Open MPI, MPICH, Gloo and oneCCL, back to back, in one
 # session on one machine (the rule in docs/perf.md).
 #
 #   bash perf/compare/compare.sh                              # everything, 3 repetitions
@@ -13,7 +13,8 @@
 #
 # Cases (all float32 sum; time = mean per op of the slowest rank, collcomm with -a 3 to match):
 #   shm      2 processes pinned one per core over shared memory: collcomm (ccrun --bind core) vs
-#            Open MPI vader (ob1) and MPICH (-bind-to core); every op in $OPS
+#            Open MPI vader (ob1), MPICH (-bind-to core) and oneCCL (Open MPI's mpirun
+#            --bind-to core; OFI shm provider, progress in the calling thread); every op in $OPS
 #   oversub  4 ranks on 2 cores, no binding: collcomm (ccrun -n 4) vs Open MPI vader
 #            (--oversubscribe --bind-to none, yield mode); allreduce, sizes <= $OVERSUB_MAX
 #   net      2 processes pinned, over loopback sockets: collcomm with P2P and SHM disabled (NET
@@ -23,11 +24,12 @@
 #   BUILD_DIR [$REPO/build-compare]  PEERS_DIR [$HERE/peers]  OUT_DIR [/tmp/collcomm-compare]
 #   SIZES [8,1K,64K,1M,16M,256M] (K/M/G = powers of 1024)   CASES [shm,oversub,net]
 #   OPS [allreduce,allgather,broadcast,reduce_scatter] (also bcast, reducescatter)
-#   PEERS [ompi,mpich,gloo]      REPS [3]      OVERSUB_MAX [16M]
+#   PEERS [ompi,mpich,gloo] (also oneccl)    REPS [3]      OVERSUB_MAX [16M]
 #   TARGET_S [0.1] seconds of timed loop per size (collcomm: per variant; peers: their -t)
 #   MIN_ITERS [5] MAX_ITERS [200000] bounds on the timed iterations (collcomm -n; peers -m/-n)
 #   T_RUN [300] timeout of each command, seconds     NET_IFNAME [lo] collcomm's COLLCOMM_SOCKET_IFNAME
 #   NO_BUILD=1 skip step 1 (use what is in $BUILD_DIR)   NO_APT=1 never call apt-get
+#   NO_PIP=1 never call pip (oneCCL comes from PyPI: peers/install_oneccl.sh, into $BUILD_DIR/peers/oneccl)
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -94,7 +96,7 @@ for c in $(split_list "$CASES"); do
 done
 declare -A WANT_PEER=()
 for p in $(split_list "$PEERS"); do
-  case "$p" in ompi|mpich|gloo) WANT_PEER[$p]=1 ;; *) die "unknown peer '$p' in PEERS (ompi, mpich, gloo)" ;; esac
+  case "$p" in ompi|mpich|gloo|oneccl) WANT_PEER[$p]=1 ;; *) die "unknown peer '$p' in PEERS (ompi, mpich, gloo, oneccl)" ;; esac
 done
 has_op() { local x; for x in "${OP_LIST[@]}"; do [[ "$x" == "$1" ]] && return 0; done; return 1; }
 has_case() { local x; for x in "${CASE_LIST[@]}"; do [[ "$x" == "$1" ]] && return 0; done; return 1; }
@@ -140,24 +142,32 @@ PEERS_DIR="$(cd "$PEERS_DIR" 2>/dev/null && pwd)" || die "PEERS_DIR not found"
 [[ -f "$PEERS_DIR/build.sh" ]] || die "$PEERS_DIR/build.sh not found"
 PB="$BUILD_DIR/peers"
 mkdir -p "$PB"
-need_mpich=0; need_gloo=0
+need_mpich=0; need_gloo=0; need_oneccl=0
 has_case shm && [[ -n "${WANT_PEER[mpich]:-}" ]] && need_mpich=1
+has_case shm && [[ -n "${WANT_PEER[oneccl]:-}" ]] && need_oneccl=1
 has_case net && has_op allreduce && [[ -n "${WANT_PEER[gloo]:-}" ]] && need_gloo=1
 # Packages are checked by name: the compiler wrappers can be present without the headers
 # (openmpi-bin without libopenmpi-dev).
 need_pkgs=(openmpi-bin libopenmpi-dev)
 ((need_mpich)) && need_pkgs+=(mpich libmpich-dev)
 ((need_gloo)) && need_pkgs+=(libgloo-dev)
+((need_oneccl)) && need_pkgs+=(libfabric-dev)  # oneCCL's OFI transport dlopens libfabric.so
 bash "$PEERS_DIR/install_packages.sh" "$RAW/apt.log" "${need_pkgs[@]}" || log "their runs will fail"
+ONECCL_ROOT="$PB/oneccl"
+if ((need_oneccl)); then
+  bash "$PEERS_DIR/install_oneccl.sh" "$ONECCL_ROOT" "$RAW/pip-oneccl.log" || log "the oneccl runs will fail"
+fi
 
-declare -A PEER_BIN=([ompi]="$PB/mpi_bench.openmpi" [mpich]="$PB/mpi_bench.mpich" [gloo]="$PB/gloo_bench")
+declare -A PEER_BIN=([ompi]="$PB/mpi_bench.openmpi" [mpich]="$PB/mpi_bench.mpich" [gloo]="$PB/gloo_bench"
+                     [oneccl]="$PB/oneccl_bench")
 declare -A PEER_BUILD_LOG=()
 PEER_NAMES=(ompi)
 ((need_mpich)) && PEER_NAMES+=(mpich)
 ((need_gloo)) && PEER_NAMES+=(gloo)
+((need_oneccl)) && PEER_NAMES+=(oneccl)
 for name in "${PEER_NAMES[@]}"; do PEER_BUILD_LOG[$name]="$RAW/build-$name.log"; done
 log "building the peers: ${PEER_NAMES[*]}"
-bash "$PEERS_DIR/build.sh" "$PB" "$RAW" "${PEER_NAMES[@]}"
+ONECCL_ROOT="$ONECCL_ROOT" bash "$PEERS_DIR/build.sh" "$PB" "$RAW" "${PEER_NAMES[@]}"
 build_failures=$((build_failures + $?))
 build_tool() {  # build_tool NAME: $PB/NAME from $HERE/NAME.cc, unless it is there and newer
   [[ -x "$PB/$1" && ! "$PB/$1" -ot "$HERE/$1.cc" ]] && return 0
@@ -180,6 +190,13 @@ OMPI2=("${OMPI[@]}" -np 2 --bind-to core --map-by core)
 OMPI4=("${OMPI[@]}" -np 4 --oversubscribe --bind-to none)
 SHM=(--mca pml ob1 --mca btl "self,vader")
 TCP=(--mca pml ob1 --mca btl "self,tcp" --mca btl_tcp_if_include lo)
+# oneCCL under the same launcher. CCL_WORKER_OFFLOAD=0: the calling thread drives each collective,
+# as MPI's does; by default a oneCCL worker thread does, and with one core per process it and the
+# waiting caller time-share that core (measured here: 20-150 ms per allreduce at every size).
+# CCL_WORKER_AFFINITY=0,1 keeps each process's (idle) worker on its own core (the default crosses
+# them). CCL_ATL_SHM=1: OFI's shared-memory provider between the two processes, where the default
+# is tcp;ofi_rxm over loopback.
+ONECCL_ENV=(-x CCL_WORKER_OFFLOAD=0 -x CCL_WORKER_AFFINITY=0,1 -x CCL_ATL_SHM=1)
 NET_ENV=(env COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1 COLLCOMM_SOCKET_IFNAME="$NET_IFNAME")
 PEER_ITERS=(-t "$TARGET_S" -m "$MIN_ITERS" -n "$MAX_ITERS")
 
@@ -206,7 +223,8 @@ case_ops() {
 }
 case_peers() {
   case "$1" in
-    shm) [[ -n "${WANT_PEER[ompi]:-}" ]] && echo ompi-vader; [[ -n "${WANT_PEER[mpich]:-}" ]] && echo mpich ;;
+    shm) [[ -n "${WANT_PEER[ompi]:-}" ]] && echo ompi-vader; [[ -n "${WANT_PEER[mpich]:-}" ]] && echo mpich
+         [[ -n "${WANT_PEER[oneccl]:-}" ]] && echo oneccl ;;
     oversub) [[ -n "${WANT_PEER[ompi]:-}" ]] && echo ompi-vader-np4 ;;
     net) [[ -n "${WANT_PEER[ompi]:-}" ]] && echo ompi-tcp; [[ -n "${WANT_PEER[gloo]:-}" ]] && echo gloo-tcp ;;
   esac
@@ -220,9 +238,10 @@ peer_cmd() {  # peer_cmd RUNNER OP SIZELIST: the command, one word per line
     ompi-tcp) printf '%s\n' "${OMPI2[@]}" "${TCP[@]}" "${PEER_BIN[ompi]}" -o "${MPI_OP[$op]}" -s "$sizes" "${PEER_ITERS[@]}" ;;
     mpich) printf '%s\n' mpirun.mpich -np 2 -bind-to core "${PEER_BIN[mpich]}" -o "${MPI_OP[$op]}" -s "$sizes" "${PEER_ITERS[@]}" ;;
     gloo-tcp) printf '%s\n' "${PEER_BIN[gloo]}" -p 2 -B 1 -a ring -s "$sizes" "${PEER_ITERS[@]}" ;;
+    oneccl) printf '%s\n' "${OMPI2[@]}" "${ONECCL_ENV[@]}" "${PEER_BIN[oneccl]}" -o "${MPI_OP[$op]}" -s "$sizes" "${PEER_ITERS[@]}" ;;
   esac
 }
-peer_key() { case "$1" in ompi*) echo ompi ;; mpich) echo mpich ;; gloo*) echo gloo ;; esac; }
+peer_key() { case "$1" in ompi*) echo ompi ;; mpich) echo mpich ;; gloo*) echo gloo ;; oneccl) echo oneccl ;; esac; }
 
 failures=0
 run_logged() {  # run_logged LOG CMD...: runs CMD under timeout, output (both streams) to LOG; sets RC
@@ -354,7 +373,9 @@ ELAPSED=$(($(date +%s) - T_START))
     rev="$REPO (not a git checkout)"
   fi
   echo "collcomm=$rev, $BUILD_DIR (RelWithDebInfo)"
-  echo "libs=$(dpkg-query -W -f '${Package} ${Version}; ' openmpi-bin mpich libgloo-dev 2>/dev/null)"
+  oneccl_version=$(cd "$ONECCL_ROOT" 2>/dev/null && ls -d lib/python*/site-packages/oneccl_cpu-*.dist-info 2>/dev/null \
+    | sed -n 's|.*/oneccl_cpu-\(.*\)\.dist-info|oneccl-cpu \1 (PyPI); |p' | head -1)
+  echo "libs=$(dpkg-query -W -f '${Package} ${Version}; ' openmpi-bin mpich libgloo-dev 2>/dev/null)$oneccl_version"
   echo "build_failures=$build_failures"
 } >"$OUT_DIR/host.txt"
 python3 "$HERE/compare_report.py" --out-dir "$OUT_DIR" >"$OUT_DIR/compare.md"

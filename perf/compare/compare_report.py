@@ -12,7 +12,7 @@ Outputs parsed:
     (out-of-place, then in-place). The compared column is out-of-place, except broadcast:
     in-place, because MPI_Bcast is in place while the MPI allreduce/allgather/reduce-scatter
     are out of place.
-  peers (mpi_allreduce_bench, gloo_allreduce_bench): rows
+  peers (mpi_bench, gloo_bench, oneccl_bench): rows
       op size_B count/rank iters time_us algbw busbw check      (lines starting with # skipped)
   every log: "# phase_probe before|after NS" (compare.sh's phase_probe, the round trip of a cache
     line between the first two CPUs around the command); a run is far when either is > FAR_NS.
@@ -40,7 +40,10 @@ PEER_COLS = [
     ("Open MPI", {"shm": "ompi-vader", "oversub": "ompi-vader-np4", "net": "ompi-tcp"}),
     ("MPICH", {"shm": "mpich"}),
     ("Gloo", {"net": "gloo-tcp"}),
+    ("oneCCL", {"shm": "oneccl"}),
 ]
+# Peers that also get a ratio column of their own, beside the one against the best peer.
+RATIO_COLS = ["oneCCL"]
 # Issue 6's targets: (what, case, op, sizes (None: every size the run has), peer runners compared
 # against (the best of them), the ratio collcomm must reach). The planner target has its own script.
 TARGETS = [
@@ -127,7 +130,7 @@ def parse_collcomm(path):
 
 
 def parse_peer(path, names):
-    """Rows of mpi_allreduce_bench / gloo_allreduce_bench: {size: (time_us, check)}."""
+    """Rows of mpi_bench / gloo_bench / oneccl_bench: {size: (time_us, check)}."""
     rows = {}
     try:
         with open(path, errors="replace") as f:
@@ -321,7 +324,7 @@ def main():
     # ---------------------------------------------------------------- header
     out = []
     w = out.append
-    w(f"# collcomm vs Open MPI, MPICH, Gloo: {host.get('date', '?')}, host {host.get('cpu', '?')} "
+    w(f"# collcomm vs Open MPI, MPICH, Gloo, oneCCL: {host.get('date', '?')}, host {host.get('cpu', '?')} "
       f"({host.get('ncpu', '?')} CPUs, {host.get('mem_gib', '?')} GiB, kernel {host.get('kernel', '?')}), "
       f"median of {host.get('reps', '?')} repetition(s), run took {host.get('elapsed_s', '?')} s")
     w("")
@@ -346,6 +349,8 @@ def main():
     for label, _ in cols:
         head += [f"{label} µs", f"{label} GB/s"]
     head.append("collcomm vs best peer")
+    ratio_cols = [label for label, _ in cols if label in RATIO_COLS]
+    head += [f"collcomm vs {label}" for label in ratio_cols]
     w("| " + " | ".join(head) + " |")
     w("|" + "---|" * len(head))
     med_rows = []
@@ -390,6 +395,7 @@ def main():
         cct, ccb, cc_t = show("collcomm")
         row = [CASE_TITLE.get(case, case), op + (" (in-place)" if op == "broadcast" else ""), size_label(req), cct, ccb]
         best = None  # (time, label)
+        peer_t = {}  # label -> median time
         for label, m in cols:
             r = m.get(case)
             if r is None or r not in runners_seen:
@@ -397,14 +403,19 @@ def main():
                 continue
             pt, pb, p_t = show(r)
             row += [pt, pb]
+            if p_t is not None:
+                peer_t[label] = p_t
             if p_t is not None and (best is None or p_t < best[0]):
                 best = (p_t, label)
+        kind = "lat" if req < LAT_LIMIT else "busbw"
         if cc_t is None or best is None:
             ratio = "–"
         else:
-            kind = "lat" if req < LAT_LIMIT else "busbw"
             ratio = f"{speedup(case, op, req, n, cc_t, best[0], cells):.2f} ({kind}, vs {best[1]})"
         row.append(ratio)
+        for label in ratio_cols:
+            t = peer_t.get(label)
+            row.append("–" if cc_t is None or t is None else f"{speedup(case, op, req, n, cc_t, t, cells):.2f} ({kind})")
         w("| " + " | ".join(row) + " |")
         phase_row = by_phase(case, op, req, n, cols, runners_seen, cells)
         if phase_row:
@@ -417,7 +428,9 @@ def main():
       "collcomm's column is out-of-place, like MPI_Allreduce/Allgather/Reduce_scatter_block, except "
       "broadcast: in-place, like MPI_Bcast (the other variant is in medians.tsv). "
       f"Last column: best peer time / collcomm time below {LAT_LIMIT // 1024} KiB, collcomm busbw / best peer "
-      "busbw from there: above 1, collcomm is faster.")
+      "busbw from there: above 1, collcomm is faster."
+      + (" " + ", ".join(f"\"collcomm vs {l}\"" for l in ratio_cols) + ": the same ratio against that peer alone."
+         if ratio_cols else ""))
     w("")
     if noisy[0]:
         w(f"†: the slowest repetition took more than {NOISY:g}× the fastest ({noisy[0]} cells): the machine was "
@@ -454,7 +467,9 @@ def main():
     w("")
     legend = {
         "shm": "**shm**: 2 processes, one per core: collcomm over SHM (`ccrun --bind core`), Open MPI vader "
-               "(ob1), MPICH (ch4, shared memory).",
+               "(ob1), MPICH (ch4, shared memory)"
+               + (", oneCCL (under Open MPI's mpirun; OFI shm provider, collectives driven by the calling "
+                  "thread: `CCL_ATL_SHM=1 CCL_WORKER_OFFLOAD=0`)" if "oneccl" in runners_seen else "") + ".",
         "oversub": "**4 ranks on 2 cores**: no binding; Open MPI vader in its default yield mode "
                    "(`--oversubscribe --bind-to none`).",
         "net": "**NET**: 2 processes pinned; collcomm's socket transport (`COLLCOMM_P2P_DISABLE=1 "

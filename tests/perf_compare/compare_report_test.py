@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""compare_report.py on synthetic runs: medians, the phase split, issue 6's target verdicts, failures.
+"""compare_report.py on synthetic runs: medians, the phase split, issue 6's target verdicts, failures,
+the oneCCL column and its ratio.
 
 Each case writes an OUT_DIR the way compare.sh does (runs.tsv, host.txt, raw logs with the phase
 probe's lines) with times chosen so that every ratio is known exactly, runs the report, and checks
@@ -123,6 +124,42 @@ class CompareReportTest(unittest.TestCase):
         self.assertEqual((cc["time_us_median"], cc["far_reps"], cc["time_us_near_median"], cc["time_us_far_median"]),
                          ("0.350", "1", "0.100", "0.600"))
         self.assertEqual(med[("ompi-vader", str(16 * MIB))]["time_us_far_median"], "5400.000")
+
+    def test_oneccl_column_and_ratio(self):
+        # collcomm 8 B 0.10 us, 16 MiB 2000 us; Open MPI 0.20 / 5000; oneCCL 0.15 / 8000 (faster than
+        # Open MPI at 8 B, slower at 16 MiB): the best-peer ratio follows the better of the two per size,
+        # the oneCCL column is against oneCCL alone.
+        r = self.run
+        r.add("shm", "allreduce", "collcomm", 1, [8], collcomm_log({8: (0.10, 0.09)}, NEAR))
+        r.add("shm", "allreduce", "collcomm", 1, [16 * MIB], collcomm_log({16 * MIB: (2000.0, 1900.0)}, NEAR))
+        r.add("shm", "allreduce", "ompi-vader", 1, [8, 16 * MIB],
+              peer_log("allreduce", {8: 0.20, 16 * MIB: 5000.0}, NEAR))
+        r.add("shm", "allreduce", "oneccl", 1, [8, 16 * MIB],
+              peer_log("allreduce", {8: 0.15, 16 * MIB: 8000.0}, NEAR))
+        rc, out = r.report()
+        self.assertEqual(rc, 0, out)
+        head = table_row(out, "case")
+        self.assertEqual(head[-5:], ["Open MPI GB/s", "oneCCL µs", "oneCCL GB/s", "collcomm vs best peer",
+                                     "collcomm vs oneCCL"])
+        lines = [l for l in out.splitlines() if l.startswith("| shm, 2 proc pinned | allreduce |")]
+        self.assertEqual(len(lines), 2, out)
+        small, big = ([c.strip() for c in l.strip("|").split("|")] for l in lines)
+        self.assertEqual(small[2], "8 B")
+        self.assertEqual(small[-4], "0.15")  # oneCCL µs
+        self.assertEqual(small[-2:], ["1.50 (lat, vs oneCCL)", "1.50 (lat)"])
+        self.assertEqual(big[2], "16 MiB")
+        self.assertEqual(big[-4], "8000.0")
+        self.assertEqual(big[-2:], ["2.50 (busbw, vs Open MPI)", "4.00 (busbw)"])
+        med = {(m["runner"], m["size_B"]): m for m in self.run.medians()}
+        self.assertEqual(med[("oneccl", str(16 * MIB))]["time_us_median"], "8000.000")
+        self.assertIn("oneCCL (under Open MPI's mpirun", out)
+
+    def test_no_oneccl_column_without_oneccl_runs(self):
+        self.add_shm_allreduce()
+        rc, out = self.run.report()
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(table_row(out, "case")[-1], "collcomm vs best peer")
+        self.assertNotIn("oneCCL (under", out)
 
     def test_unprobed_run_has_no_near_verdict(self):
         r = self.run
