@@ -24,7 +24,7 @@
 #   BUILD_DIR [$REPO/build-compare]  PEERS_DIR [$HERE/peers]  OUT_DIR [/tmp/collcomm-compare]
 #   SIZES [8,1K,64K,1M,16M,256M] (K/M/G = powers of 1024)   CASES [shm,oversub,net]
 #   OPS [allreduce,allgather,broadcast,reduce_scatter] (also bcast, reducescatter)
-#   PEERS [ompi,mpich,gloo] (also oneccl)    REPS [3]      OVERSUB_MAX [16M]
+#   PEERS [ompi,mpich,gloo,oneccl]   REPS [3]      OVERSUB_MAX [16M]
 #   TARGET_S [0.1] seconds of timed loop per size (collcomm: per variant; peers: their -t)
 #   MIN_ITERS [5] MAX_ITERS [200000] bounds on the timed iterations (collcomm -n; peers -m/-n)
 #   T_RUN [300] timeout of each command, seconds     NET_IFNAME [lo] collcomm's COLLCOMM_SOCKET_IFNAME
@@ -40,7 +40,7 @@ OUT_DIR="${OUT_DIR:-/tmp/collcomm-compare}"
 SIZES="${SIZES:-8,1K,64K,1M,16M,256M}"
 CASES="${CASES:-shm,oversub,net}"
 OPS="${OPS:-allreduce,allgather,broadcast,reduce_scatter}"
-PEERS="${PEERS:-ompi,mpich,gloo}"
+PEERS="${PEERS:-ompi,mpich,gloo,oneccl}"
 REPS="${REPS:-3}"
 OVERSUB_MAX="${OVERSUB_MAX:-16M}"
 TARGET_S="${TARGET_S:-0.1}"
