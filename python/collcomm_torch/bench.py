@@ -102,6 +102,7 @@ def run(config, sizes, ddp):
     fd, path = tempfile.mkstemp(prefix="collcomm_bench_")
     os.close(fd)
     os.unlink(path)
+    load_before = os.getloadavg()[0]
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     procs = [ctx.Process(target=_rank, args=(r, world, cores, path, sizes, ddp, queue)) for r in range(world)]
@@ -110,8 +111,11 @@ def run(config, sizes, ddp):
     rows, steps = queue.get(timeout=3600)
     for p in procs:
         p.join()
+    load_after = os.getloadavg()[0]
     where = f"pinned to {cores} cores" if cores else "not pinned"
     print(f"\n### {config}: {world} processes, {where}, float32 all_reduce\n")
+    # Other processes on the cores change every number here (see docs/pytorch.md, "Speed").
+    print(f"load average (1 min) {load_before:.2f} before, {load_after:.2f} after, on {os.cpu_count()} CPUs\n")
     print("| size | collcomm µs | Gloo µs | latency ratio | collcomm busbw GB/s | Gloo busbw GB/s | busbw ratio |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     factor = 2 * (world - 1) / world
