@@ -5,8 +5,8 @@
 #   bash build.sh BIN_DIR LOG_DIR NAME...     NAME: ompi mpich gloo oneccl membw wake
 #
 # Each NAME gives BIN_DIR/<binary> (ompi: mpi_bench.openmpi, mpich: mpi_bench.mpich, gloo:
-# gloo_bench, oneccl: oneccl_bench, membw: mem_bw_probe, wake: wake_latency_probe), rebuilt only when its source or
-# bench_common.h is newer, with its compiler output in LOG_DIR/build-NAME.log. A failed build
+# gloo_bench, oneccl: oneccl_bench, membw: mem_bw_probe, wake: wake_latency_probe), rebuilt only when its source,
+# bench_common.h or mpi_sweep.h is newer, with its compiler output in LOG_DIR/build-NAME.log. A failed build
 # leaves no binary behind. Exit status: the number of failed builds.
 # oneccl builds with Open MPI's mpicxx against oneCCL in $ONECCL_ROOT (default BIN_DIR/oneccl,
 # where compare.sh has install_oneccl.sh put it), with that lib folder as its RPATH.
@@ -31,7 +31,7 @@ for name in "$@"; do
     *) echo "build.sh: unknown program '$name' (ompi, mpich, gloo, oneccl, membw, wake)" >&2; failed=$((failed + 1)); continue ;;
   esac
   out="$BIN_DIR/$bin" log="$LOG_DIR/build-$name.log"
-  if [[ -x "$out" && "$out" -nt "$HERE/$src" && "$out" -nt "$HERE/bench_common.h" ]]; then
+  if [[ -x "$out" && "$out" -nt "$HERE/$src" && "$out" -nt "$HERE/bench_common.h" && "$out" -nt "$HERE/mpi_sweep.h" ]]; then
     echo "up to date: $out" >"$log"
     continue
   fi
