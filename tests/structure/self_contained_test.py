@@ -10,7 +10,8 @@ repository:
     (markdown links, includes, code), or from the root after a variable that names it ($REPO,
     ${PROJECT_SOURCE_DIR}, ...); and in prose (markdown outside link targets, comments), where
     paths are usually written from the root, also from the root when it names nothing from the
-    file's folder (`../shared/x` in docs/a.md or in a comment of perf/compare/x.sh).
+    file's folder (a sibling checkout's folder, one level up, named in docs/a.md or in a comment of
+    perf/compare/x.sh).
 System paths (/tmp, /usr, /proc, /dev, /etc, ...) are not references to another checkout and pass.
 
 Usage: self_contained_test.py [ROOT]        check ROOT (default: the repository holding this file)
