@@ -102,8 +102,9 @@ typedef struct ccConfig_v1 {
   unsigned int version;
   int blocking; /* 1 (default): calls return when done. 0: init, operations, ccGroupEnd and ccCommFinalize
                    may return ccInProgress; poll ccCommGetAsyncError until it is no longer ccInProgress */
-  int device;   /* CC_DEVICE_HOST (the default); a CUDA ordinal gets ccInvalidUsage until GPU communicators
-                   exist */
+  int device;   /* CC_DEVICE_HOST (the default), or a CUDA ordinal: a GPU communicator (builds with CUDA;
+                   its ranks are threads of one process, several may share a GPU), whose operations take
+                   device buffers and a cudaStream_t and return once enqueued */
   const char* commName;  /* shown in logs and errors */
   int timeout;           /* seconds any wait may take (init included); default COLLCOMM_TIMEOUT */
   int minChannels;
@@ -132,8 +133,8 @@ ccResult_t ccGetUniqueId(ccUniqueId* uniqueId);
  * ccCommGetAsyncError(*comm) says when it is done. */
 ccResult_t ccCommInitRankConfig(ccComm_t* comm, int nranks, ccUniqueId commId, int rank, ccConfig_t* config);
 ccResult_t ccCommInitRank(ccComm_t* comm, int nranks, ccUniqueId commId, int rank);
-/* ndev communicators in this process; devlist NULL (or entries CC_DEVICE_HOST) makes host ones, and
- * CUDA ordinals get ccInvalidUsage until GPU communicators exist. */
+/* ndev communicators in this process; devlist NULL (or entries CC_DEVICE_HOST) makes host ones,
+ * CUDA ordinals GPU ones (the same ordinal may repeat: ranks sharing a GPU). */
 ccResult_t ccCommInitAll(ccComm_t* comms, int ndev, const int* devlist);
 
 /* Collective over the parent: ranks with the same color form a new communicator, ordered by key

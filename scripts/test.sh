@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, tests (and what CI runs): install what is needed, build, run the whole suite; then
-# the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer; compile every CUDA
-# kernel for the supported architectures (nothing runs them here: there is no GPU); and
+# the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer; build the library with
+# its CUDA executor, every kernel for the supported architectures and the GPU tests (which skip
+# where there is no GPU); and
 # fuzz the topology loader briefly; the PyTorch backend (python/ci.sh). SKIP_SANITIZERS=1, SKIP_FUZZ=1,
 # SKIP_CUDA=1 or SKIP_TORCH=1 leave those stages out (for a quick local run).
 set -euo pipefail
@@ -30,9 +31,11 @@ fi
 
 if [ "${SKIP_CUDA:-0}" != 1 ]; then
   if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
-    echo "== compile CUDA kernels (sm_80, sm_90)"
+    echo "== CUDA build: every kernel (sm_80, sm_90), the library with its CUDA executor, the GPU tests"
     export PATH="/usr/local/cuda/bin:$PATH"
-    BUILD_DIR=build-cuda bash scripts/build.sh -DCOLLCOMM_CUDA=ON -DCOLLCOMM_BUILD_TESTS=OFF
+    TARGETS="collcomm collcomm_gpu_tests all_reduce_perf" BUILD_DIR=build-cuda bash scripts/build.sh -DCOLLCOMM_CUDA=ON
+    # Without a GPU they skip, saying why; on a machine with one they run (scripts/gpu_check.sh).
+    ctest --test-dir build-cuda -L gpu --output-on-failure --timeout 900
   else
     echo "== CUDA kernels: SKIPPED (no nvcc on this machine)"
   fi

@@ -15,7 +15,8 @@ ccResult_t callOp(ccComm* comm, CollKind kind, const void* sendbuff, void* recvb
   if (isOk(s)) s = checkEnumArgs(kind, dtype, op);
   if (isOk(s))
     s = enqueue(comm,
-                Op{kind, sendbuff, recvbuff, count, static_cast<ccDataType_t>(dtype), static_cast<ccRedOp_t>(op), root},
+                Op{kind, sendbuff, recvbuff, count, static_cast<ccDataType_t>(dtype), static_cast<ccRedOp_t>(op), root,
+                   stream},
                 stream);
   return scope.finish(s);
 }

@@ -46,6 +46,12 @@ ConnSetup ccComm::connSetup(Deadline deadline) const {
 }
 
 void ccComm::leaveConnections(int culprit, GoneReason reason) {
+  if (config.device >= 0) {
+    // The state words are in device memory: only the executor can write them (none yet if init
+    // failed before making it; no kernel of this rank ran then).
+    if (gpu) gpu->leave(culprit, reason);
+    return;
+  }
   const uint32_t state = goneState(culprit, reason);
   // The first departure's cause stays: an abort after a failure must not hide the root cause.
   auto leave = [state](const PeerRef& ref) {

@@ -15,6 +15,7 @@
 #include "collcomm.h"
 #include "collectives/coll_list.h"
 #include "core/comm_worker.h"
+#include "device/executor.h"
 #include "device/fifo.h"
 #include "device/host/host_platform.h"
 #include "plan/step_stream_choice.h"
@@ -34,6 +35,7 @@ struct CommConfig {
   int timeoutSeconds = 300;
   int minChannels = 1;
   int maxChannels = 1;
+  bool channelsGiven = false;  // by the config or COLLCOMM_MIN/MAX_NCHANNELS (else GPUs take their default)
 };
 
 // One ring: this rank's place on it and its connections to the neighbours.
@@ -89,6 +91,9 @@ struct ccComm {
   // connections, so it outlives them (they leave the proxy when destroyed).
   std::atomic<int> netOpsRunning{0};
   std::vector<collcomm::detail::Channel> channels;
+  // A GPU communicator's executor (config.device >= 0): its kernels use the channels' FIFOs, so it
+  // is declared after them and destroyed first. Null on host communicators.
+  std::unique_ptr<collcomm::detail::DeviceExecutor> gpu;
   std::vector<collcomm::detail::P2pPeer> p2p;
   // Connections of collectives that talk to every peer (one-shot AllReduce on > 2 ranks): apart
   // from p2p so that a user's ccSend/ccRecv can never be matched with a collective's transfer.

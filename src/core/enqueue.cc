@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "core/async.h"
 #include "core/direct_collectives.h"
+#include "core/gpu_ops.h"
 #include "core/group.h"
 #include "device/dtypes.h"
 #include "device/host/host_executor.h"
@@ -33,24 +34,6 @@ bool rangesOverlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   return aBytes != 0 && bBytes != 0 && x < y + bBytes && y < x + aBytes;
 }
 
-// The bytes each buffer spans on this rank, for the null and overlap checks.
-void bufferSpans(const ccComm* comm, const Op& op, size_t elem, size_t* sendBytes, size_t* recvBytes) {
-  const size_t n = static_cast<size_t>(comm->nranks), c = op.count * elem;
-  const bool isRoot = op.root == comm->rank;
-  switch (op.kind) {
-    case CollKind::kAllReduce: *sendBytes = c; *recvBytes = c; break;
-    case CollKind::kBroadcast: *sendBytes = isRoot ? c : 0; *recvBytes = c; break;
-    case CollKind::kReduce: *sendBytes = c; *recvBytes = isRoot ? c : 0; break;
-    case CollKind::kAllGather: *sendBytes = c; *recvBytes = c * n; break;
-    case CollKind::kReduceScatter: *sendBytes = c * n; *recvBytes = c; break;
-    case CollKind::kAlltoAll: *sendBytes = c * n; *recvBytes = c * n; break;
-    case CollKind::kGather: *sendBytes = c; *recvBytes = isRoot ? c * n : 0; break;
-    case CollKind::kScatter: *sendBytes = isRoot ? c * n : 0; *recvBytes = c; break;
-    case CollKind::kSend: *sendBytes = c; *recvBytes = 0; break;
-    case CollKind::kRecv: *sendBytes = 0; *recvBytes = c; break;
-  }
-}
-
 // In place as NCCL defines it: the send buffer is this rank's slice of the receive buffer (or the
 // reverse for ReduceScatter/Scatter).
 bool isInPlace(const ccComm* comm, const Op& op, size_t elem) {
@@ -68,7 +51,7 @@ bool isInPlace(const ccComm* comm, const Op& op, size_t elem) {
 
 Status checkOp(ccComm* comm, const Op& op, ccStream_t stream) {
   const char* name = collName(op.kind);
-  if (stream != nullptr)
+  if (stream != nullptr && !comm->gpu)
     return CC_ERROR(Status::kInvalidArgument,
                     "%s: stream must be NULL on a host communicator (rank %d); host calls complete before returning",
                     name, comm->rank);
@@ -113,10 +96,28 @@ Status checkOp(ccComm* comm, const Op& op, ccStream_t stream) {
                         : (op.kind == CollKind::kReduceScatter || op.kind == CollKind::kScatter
                                ? "recvbuff == sendbuff + rank*count"
                                : "sendbuff == recvbuff"));
+  if (comm->gpu) CC_CHECK(checkGpuOp(comm, op));
   return kOk;
 }
 
 }  // namespace
+
+void bufferSpans(const ccComm* comm, const Op& op, size_t elem, size_t* sendBytes, size_t* recvBytes) {
+  const size_t n = static_cast<size_t>(comm->nranks), c = op.count * elem;
+  const bool isRoot = op.root == comm->rank;
+  switch (op.kind) {
+    case CollKind::kAllReduce: *sendBytes = c; *recvBytes = c; break;
+    case CollKind::kBroadcast: *sendBytes = isRoot ? c : 0; *recvBytes = c; break;
+    case CollKind::kReduce: *sendBytes = c; *recvBytes = isRoot ? c : 0; break;
+    case CollKind::kAllGather: *sendBytes = c; *recvBytes = c * n; break;
+    case CollKind::kReduceScatter: *sendBytes = c * n; *recvBytes = c; break;
+    case CollKind::kAlltoAll: *sendBytes = c * n; *recvBytes = c * n; break;
+    case CollKind::kGather: *sendBytes = c; *recvBytes = isRoot ? c * n : 0; break;
+    case CollKind::kScatter: *sendBytes = isRoot ? c * n : 0; *recvBytes = c; break;
+    case CollKind::kSend: *sendBytes = c; *recvBytes = 0; break;
+    case CollKind::kRecv: *sendBytes = 0; *recvBytes = c; break;
+  }
+}
 
 RedOpSpec opSpec(const ccComm* comm, const Op& op) {
   const int o = static_cast<int>(op.op);
@@ -153,6 +154,7 @@ bool receiverFindsFar(const ccComm* comm, int nChannels) {
 }
 
 Status runCollective(ccComm* comm, const Op& op) {
+  if (comm->gpu) return runGpuOp(comm, op);
   const size_t elem = dtypeSize(op.dtype);
   const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
                                               ? static_cast<size_t>(comm->nranks)
@@ -355,6 +357,7 @@ Status enqueue(ccComm* comm, const Op& op, ccStream_t stream) {
   CC_CHECK(checkOp(comm, op, stream));
   if (comm->abortFlag.load() != 0)
     return CC_ERROR(Status::kInvalidUsage, "%s: the communicator of rank %d was aborted", collName(op.kind), comm->rank);
+  if (comm->gpu) (void)pollGpuFailure(comm);  // a kernel's failure breaks the communicator as a host one's does
   if (const int err = comm->asyncError.load(); err != ccSuccess)
     return CC_ERROR(static_cast<Status>(err),
                     "%s: the communicator of rank %d failed earlier (%s); destroy or abort it and make a new one",

@@ -20,6 +20,7 @@ struct Op {
   ccDataType_t dtype;
   ccRedOp_t op;
   int root;
+  ccStream_t stream;  // GPU communicators: the stream it is enqueued on; host: NULL
 };
 
 // The object representation of an enum argument as an int. Reading a C enum whose value lies
@@ -31,6 +32,9 @@ int enumBits(const E& e) {
   __builtin_memcpy(&v, &e, sizeof(v));
   return v;
 }
+
+// The bytes each buffer of `op` spans on this rank (elem: the dtype's size).
+void bufferSpans(const ccComm* comm, const Op& op, size_t elem, size_t* sendBytes, size_t* recvBytes);
 
 // Range checks of the enum arguments, before they are used as enums.
 Status checkEnumArgs(CollKind kind, int dtype, int op);

@@ -59,6 +59,10 @@ Status runShare(const Share& s) {
   return kOk;
 }
 
+// A GPU communicator's share that only enqueues kernels returns at once: it runs on the calling
+// thread, no hand-off to a worker.
+bool launchesOnly(const Share& s) { return s.comm->gpu && !s.init && s.jobs.empty(); }
+
 // Non-blocking: every share to its worker; failures are the communicators' async errors.
 Status endNonBlocking(std::vector<Share>& shares) {
   for (Share& s : shares) (void)submitAsync(s.comm, [share = std::move(s)] { return runShare(share); });
@@ -72,11 +76,16 @@ Status endBlocking(std::vector<Share>& shares) {
   // Marked busy while their shares run: ccCommAbort from another thread waits for them to leave.
   for (Share& s : shares) s.comm->busy.fetch_add(1);
   for (size_t i = 1; i < shares.size(); ++i)
-    tickets[i] = workerOf(shares[i].comm).submit([&share = shares[i]] { return runShare(share); }, &outcomes[i]);
-  clearThreadLastError();
-  outcomes[0].status = runShare(shares[0]);
-  if (!isOk(outcomes[0].status)) outcomes[0].message = threadLastError();
-  for (size_t i = 1; i < shares.size(); ++i) shares[i].comm->worker->wait(tickets[i]);
+    if (!launchesOnly(shares[i]))
+      tickets[i] = workerOf(shares[i].comm).submit([&share = shares[i]] { return runShare(share); }, &outcomes[i]);
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (i != 0 && !launchesOnly(shares[i])) continue;
+    clearThreadLastError();
+    outcomes[i].status = runShare(shares[i]);
+    if (!isOk(outcomes[i].status)) outcomes[i].message = threadLastError();
+  }
+  for (size_t i = 1; i < shares.size(); ++i)
+    if (!launchesOnly(shares[i])) shares[i].comm->worker->wait(tickets[i]);
   for (Share& s : shares) s.comm->busy.fetch_sub(1);
 
   Status first = kOk;

@@ -102,6 +102,35 @@ Status agreeRingStep(ccComm* comm, Deadline deadline) {
   return kOk;
 }
 
+// A GPU communicator's ranks must all be GPU ranks, threads of one process (the CUDA P2P
+// transport is the only one that makes device-visible FIFOs so far).
+Status checkGpuJob(const ccComm* comm) {
+  const PeerInfo& me = comm->peers[comm->rank];
+  for (const PeerInfo& p : comm->peers) {
+    if ((p.device >= 0) != (me.device >= 0))
+      return CC_ERROR(Status::kInvalidUsage,
+                      "rank %d asked for a %s communicator but rank %d (host %s) for a %s one; every rank of a "
+                      "communicator must be on a GPU, or none",
+                      comm->rank, me.device >= 0 ? "GPU" : "host", p.rank, p.host, p.device >= 0 ? "GPU" : "host");
+    if (me.device >= 0 && p.processToken != me.processToken)
+      return CC_ERROR(Status::kInvalidUsage,
+                      "rank %d (host %s, pid %d) and rank %d (host %s, pid %d) are GPU ranks in different processes; "
+                      "GPU communicators join threads of one process so far (ccCommInitAll, or ccCommInitRank from "
+                      "threads); across processes they are not implemented yet",
+                      comm->rank, me.host, me.pid, p.rank, p.host, p.pid);
+  }
+  return kOk;
+}
+
+Status makeGpuExecutor(ccComm* comm) {
+  ExecSetup setup{comm->config.device, comm->rank, comm->nranks, 0, comm->config.timeoutSeconds, {}};
+  const PeerInfo& me = comm->peers[comm->rank];
+  for (const PeerInfo& p : comm->peers)
+    if (p.processToken == me.processToken && p.device == me.device) ++setup.ranksOnDevice;
+  for (const Channel& ch : comm->channels) setup.channels.push_back({&ch.send, &ch.recv, ch.ringRanks.data(), ch.ringPos});
+  return makeCudaExecutor(setup, &comm->gpu);
+}
+
 void logSummary(const ccComm* comm) {
   if (!logEnabled(LogLevel::kInfo, kSubsysInit)) return;
   const PeerInfo& me = comm->peers[comm->rank];
@@ -110,10 +139,11 @@ void logSummary(const ccComm* comm) {
   const size_t llStep =
       (ring ? comm->channels[0].send.llStepLines : comm->fifoSizes.ring.llStepLines) * kLlBytesPerLine;
   CC_INFO(kSubsysInit,
-          "comm %p%s%s rank %d nranks %d host %s pid %d device host: %zu channel(s), ring steps of %zu bytes "
+          "comm %p%s%s rank %d nranks %d host %s pid %d device %s: %zu channel(s), ring steps of %zu bytes "
           "(LL: %zu), timeout %d s",
           static_cast<const void*>(comm), comm->config.name.empty() ? "" : " name ", comm->config.name.c_str(),
-          comm->rank, comm->nranks, me.host, me.pid, comm->channels.size(), simpleStep, llStep,
+          comm->rank, comm->nranks, me.host, me.pid,
+          me.device >= 0 ? std::to_string(me.device).c_str() : "host", comm->channels.size(), simpleStep, llStep,
           comm->config.timeoutSeconds);
   for (const Channel& ch : comm->channels) {
     if (comm->nranks == 1) break;
@@ -127,14 +157,7 @@ void logSummary(const ccComm* comm) {
 
 Status checkDevice(int device, const char* what) {
   if (device == CC_DEVICE_HOST) return kOk;
-  // No CUDA executor is wired in yet: a device communicator would take device pointers that host
-  // code cannot read, so asking for one is refused rather than quietly given a host one.
-  if (device >= 0)
-    return CC_ERROR(Status::kInvalidUsage,
-                    "%s = %d asks for a communicator on CUDA device %d, but this build of collcomm has no GPU "
-                    "communicators yet; pass CC_DEVICE_HOST (or leave it unset) for a host communicator, which "
-                    "takes host pointers",
-                    what, device, device);
+  if (device >= 0) return checkCudaDevice(device, what);
   return CC_ERROR(Status::kInvalidArgument, "%s = %d is neither a CUDA device ordinal (>= 0) nor CC_DEVICE_HOST (%d)",
                   what, device, CC_DEVICE_HOST);
 }
@@ -164,7 +187,9 @@ Status resolveConfig(const ccConfig_t* user, CommConfig* out) {
     c.timeoutSeconds = configInt(user->timeout, c.timeoutSeconds);
     c.minChannels = configInt(user->minChannels, c.minChannels);
     c.maxChannels = configInt(user->maxChannels, std::max(c.maxChannels, c.minChannels));
+    c.channelsGiven = user->minChannels != CC_CONFIG_UNDEF_INT || user->maxChannels != CC_CONFIG_UNDEF_INT;
   }
+  c.channelsGiven = c.channelsGiven || minCh > 0 || maxCh > 0;
   if (c.timeoutSeconds <= 0)
     return CC_ERROR(Status::kInvalidArgument, "the timeout must be a positive number of seconds, not %d",
                     c.timeoutSeconds);
@@ -193,6 +218,7 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   calibrateDistanceClock();
   hostSimdLevel();  // chosen (and logged) here rather than in the first operation
   const Deadline deadline = Deadline::afterSeconds(config.timeoutSeconds);
+  ScopedDevice onDevice(config.device);  // a GPU rank's FIFOs are made on its device
   comm->spinCount = static_cast<int>(std::max<int64_t>(0, paramInt(Param::kSpinCount)));
   comm->fifoSizes = fifoSizesFromParams();
   comm->p2p.resize(nranks);
@@ -212,12 +238,19 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   comm->netSpinCount = comm->spinCount;
   if (!paramIsSet(Param::kSpinCount) && hostOversubscribed(comm->peers, rank, /*threadsPerProcess=*/1))
     comm->netSpinCount = 0;
-  CC_CHECK(connectRings(comm, config.minChannels, deadline));
+  const bool gpu = config.device >= 0;
+  if (gpu) CC_CHECK(checkGpuJob(comm));
+  CC_CHECK(connectRings(comm, gpu && !config.channelsGiven ? kGpuDefaultChannels : config.minChannels, deadline));
   CC_CHECK(agreeRingStep(comm, deadline));
   if (comm->usesNet && comm->netSpinCount != comm->spinCount)
     CC_INFO(kSubsysInit,
             "rank %d: NET in use and this host's ranks and proxy threads outnumber their CPUs; waits yield at once",
             rank);
+  if (gpu) {
+    CC_CHECK(makeGpuExecutor(comm));
+    logSummary(comm);
+    return kOk;
+  }
   DirectAccess direct;
   CC_CHECK(probeDirectAccess(*comm->bootstrap, comm->peers, rank, deadline, &direct));
   comm->directReach = !direct.ok ? DirectReach::kNone

@@ -153,3 +153,28 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
 }
 
 }  // namespace collcomm::detail
+
+namespace collcomm::detail {
+
+// The GPU thresholds are NCCL's orders of magnitude, not yet our measurements: LL (one flag per
+// 4-byte word, no handshake per step) wins while a message is latency-bound, up to tens of KiB;
+// one channel moves about 256 KiB per step round, so a channel per 256 KiB keeps every block busy
+// without making small messages wait on many blocks.
+CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int maxChannels) {
+  constexpr size_t kLlMaxBytes = size_t{64} << 10;
+  constexpr size_t kOneShotMaxBytes = size_t{64} << 10;
+  constexpr size_t kBytesPerChannel = size_t{256} << 10;
+  CollPlan plan{Protocol::kSimple, Algorithm::kRing, 1, false, false, false};
+  if (kind == CollKind::kAllReduce && nranks == 2) {
+    if (cfg.forcedAlgo == static_cast<int>(Algorithm::kOneShot) ||
+        (cfg.forcedAlgo < 0 && bytes <= kOneShotMaxBytes))
+      plan.algo = Algorithm::kOneShot;
+  }
+  if (cfg.forcedProto >= 0) plan.proto = static_cast<Protocol>(cfg.forcedProto);
+  else if (bytes <= kLlMaxBytes) plan.proto = Protocol::kLL;
+  const size_t wanted = (bytes + kBytesPerChannel - 1) / kBytesPerChannel;
+  plan.nChannels = static_cast<int>(std::clamp<size_t>(wanted, 1, static_cast<size_t>(std::max(maxChannels, 1))));
+  return plan;
+}
+
+}  // namespace collcomm::detail

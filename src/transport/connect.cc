@@ -12,7 +12,10 @@ constexpr uint64_t kAckTagBit = 1ull << 63;
 const TransportOps* pickTransport(const PeerInfo& self, const PeerInfo& peer, uint32_t* index) {
   int count = 0;
   const TransportOps* const* table = transportTable(&count);
+  // FIFOs of GPU ranks must be device-visible: only transports that say so make those.
+  const bool gpu = self.device >= 0 || peer.device >= 0;
   for (int i = 0; i < count; ++i) {
+    if (table[i]->deviceFifo != gpu) continue;
     if (table[i]->canConnect(self, peer)) {
       *index = static_cast<uint32_t>(i);
       return table[i];

@@ -1,10 +1,15 @@
-// The table of built-in transports, in order of preference: same process, same host, network.
+// The table of built-in transports, in order of preference: GPUs of one process, same process,
+// same host, network.
 #include "transport/transport.h"
 
 namespace collcomm::detail {
 
 namespace {
-const TransportOps* const kTable[] = {&kP2pTransport, &kShmTransport, &kNetTransport};
+const TransportOps* const kTable[] = {
+#if CC_HAVE_CUDA
+    &kCudaP2pTransport,
+#endif
+    &kP2pTransport, &kShmTransport, &kNetTransport};
 }
 
 const TransportOps* const* transportTable(int* count) {

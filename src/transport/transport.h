@@ -73,11 +73,16 @@ struct TransportOps {
   // The proxy thread moves what the sender publishes (proxy/proxy.h); the sender's executor then
   // hands large published steps over at once (SendConn::proxied).
   bool proxied = false;
+  // Its FIFOs are device-visible (a GPU communicator's kernels use them); such a transport joins
+  // only GPU ranks, the others only host ranks.
+  bool deviceFifo = false;
 };
 
 extern const TransportOps kP2pTransport;
 extern const TransportOps kShmTransport;
 extern const TransportOps kNetTransport;  // transport/net/net_transport.cc
+// GPU ranks of one process (transport/cuda/); only in builds with CUDA (CC_HAVE_CUDA).
+extern const TransportOps kCudaP2pTransport;
 
 // Transports in order of preference.
 const TransportOps* const* transportTable(int* count);

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <mutex>
 #include <utility>
 
 #include "device/cuda/cuda_launch.h"
@@ -73,6 +74,42 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
                     collName(args.kind), dtypeName(args.dtype), redOpKindName(args.opKind), protocolName(args.proto),
                     args.nChannels, cudaGetErrorString(err));
   }
+  return kOk;
+}
+
+Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return CC_ERROR(Status::kCudaError, "cudaGetDevice failed: %s", cudaGetErrorString(err));
+  constexpr int kMaxDevices = 64;
+  if (device < 0 || device >= kMaxDevices)
+    return CC_ERROR(Status::kInvalidUsage, "CUDA device %d: collcomm handles device ordinals below %d", device,
+                    kMaxDevices);
+  static std::mutex mu;
+  static int prepared[kMaxDevices][2] = {};  // per device: {nthreads, blocks per SM}; 0 = not yet
+  std::lock_guard<std::mutex> lock(mu);
+  if (prepared[device][0] == nthreads) {
+    *blocksPerSm = prepared[device][1];
+    return kOk;
+  }
+  int least = 1 << 30;
+  for (int index = 0; index < kCudaKernelCount; ++index) {
+    const void* kernel = kShardLookups[index % kCudaKernelShards](index);
+    if (kernel == nullptr) continue;
+    cudaFuncAttributes attr{};
+    err = cudaFuncGetAttributes(&attr, kernel);  // loads the kernel's module now
+    int blocks = 0;
+    if (err == cudaSuccess) err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, nthreads, 0);
+    if (err != cudaSuccess)
+      return CC_ERROR(Status::kCudaError,
+                      "loading collcomm's CUDA kernels on device %d failed: %s (was the library built for this GPU's "
+                      "architecture? COLLCOMM_CUDA_ARCHS)",
+                      device, cudaGetErrorString(err));
+    if (blocks < least) least = blocks;
+  }
+  prepared[device][0] = nthreads;
+  prepared[device][1] = least;
+  *blocksPerSm = least;
   return kOk;
 }
 

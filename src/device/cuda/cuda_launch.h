@@ -1,9 +1,7 @@
 // The CUDA executor's entry points: launch one ring collective on a stream, and turn what the
 // kernel reported into a Status. Plain C++ (g++ can include it); defined in cuda_launch.cu.
 //
-// Not wired into the library yet: there are no GPU communicators, so nothing in enqueue calls
-// this, and collcomm_cuda_kernels is not linked into libcollcomm. It is compiled and linked so
-// that the kernels stay buildable for every supported architecture (DESIGN.md section 5).
+// Called by the CUDA executor (cuda_executor.cc), which implements device/executor.h.
 #pragma once
 
 #include "common/status.h"
@@ -23,5 +21,10 @@ Status cudaLaunchCollective(const CudaCollArgs& args, struct CUstream_st* stream
 // The sentence and Status for what a finished kernel left in `status` (kOk when nothing failed).
 // opName and rank name the operation in the sentence. Control tier.
 Status cudaKernelResult(const CudaKernelStatus& status, const char* opName, int rank);
+
+// Loads every kernel of the table on the current device (so that no launch waits for lazy module
+// loading while a peer's kernel spins) and returns how many blocks of `nthreads` threads of the
+// most demanding kernel one SM holds at once. Once per device per process; thread-safe. Setup tier.
+Status cudaPrepareKernels(int nthreads, int* blocksPerSm);
 
 }  // namespace collcomm::detail

@@ -1,0 +1,75 @@
+// A GPU communicator's operations (see gpu_ops.h).
+#include "core/gpu_ops.h"
+
+#include "common/log.h"
+#include "core/direct_collectives.h"
+#include "device/dtypes.h"
+#include "device/executor.h"
+#include "plan/tuner.h"
+
+namespace collcomm::detail {
+namespace {
+
+bool hasGpuKernel(CollKind k) {
+  return k == CollKind::kAllReduce || k == CollKind::kBroadcast || k == CollKind::kReduce ||
+         k == CollKind::kAllGather || k == CollKind::kReduceScatter;
+}
+
+}  // namespace
+
+Status checkGpuOp(ccComm* comm, const Op& op) {
+  const char* name = collName(op.kind);
+  if (!hasGpuKernel(op.kind))
+    return CC_ERROR(Status::kInvalidUsage,
+                    "%s on rank %d: GPU communicators run AllReduce, Broadcast, Reduce, AllGather and ReduceScatter so "
+                    "far; point-to-point operations (Send, Recv, AlltoAll, Gather, Scatter) are not implemented on "
+                    "GPUs yet",
+                    name, comm->rank);
+  const int o = static_cast<int>(op.op);
+  if (collReduces(op.kind) && o >= ccNumOps &&
+      comm->userOps[static_cast<size_t>(o - ccNumOps)].residence != ccScalarHostImmediate)
+    return CC_ERROR(Status::kInvalidUsage,
+                    "%s on rank %d: a ccRedOpCreatePreMulSum op with a device-resident scalar is not implemented on "
+                    "GPU communicators yet; create it with ccScalarHostImmediate",
+                    name, comm->rank);
+  size_t sendBytes = 0, recvBytes = 0;
+  bufferSpans(comm, op, dtypeSize(op.dtype), &sendBytes, &recvBytes);
+  CC_CHECK(comm->gpu->checkBuffer(op.sendbuff, sendBytes, name, "sendbuff"));
+  CC_CHECK(comm->gpu->checkBuffer(op.recvbuff, recvBytes, name, "recvbuff"));
+  return kOk;
+}
+
+Status runGpuOp(ccComm* comm, const Op& op) {
+  const size_t elem = dtypeSize(op.dtype);
+  const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
+                                              ? static_cast<size_t>(comm->nranks)
+                                              : 1);
+  const CollPlan plan = planGpuCollective(comm->tuner, op.kind, bytes, comm->nranks, comm->gpu->maxChannels());
+  CC_INFO(kSubsysTuning, "%s rank %d (GPU): %zu bytes, %s, algorithm %s, protocol %s, %d channel(s)",
+          collName(op.kind), comm->rank, bytes, dtypeName(op.dtype), algorithmName(plan.algo),
+          protocolName(plan.proto), plan.nChannels);
+  const ExecColl coll{op.kind,
+                      plan.algo,
+                      plan.proto,
+                      op.dtype,
+                      collReduces(op.kind) ? opSpec(comm, op) : RedOpSpec{RedOpKind::kSum, 0},
+                      op.sendbuff,
+                      op.recvbuff,
+                      op.count,
+                      op.root,
+                      plan.nChannels};
+  const Status s = comm->gpu->launch(coll, op.stream);
+  if (!isOk(s)) (void)pollGpuFailure(comm);
+  return s;
+}
+
+Status pollGpuFailure(ccComm* comm) {
+  std::string message;
+  const Status s = comm->gpu->failure(comm->hostNames.data(), &message);
+  if (isOk(s)) return kOk;
+  int expected = ccSuccess;
+  if (comm->asyncError.compare_exchange_strong(expected, static_cast<int>(s))) comm->asyncMessage = message;
+  return s;
+}
+
+}  // namespace collcomm::detail

@@ -1,0 +1,22 @@
+// A GPU communicator's operations: checked against what the device executor can run, planned,
+// and handed to it (device/executor.h). Core's only door to the device.
+#pragma once
+
+#include "common/status.h"
+#include "core/comm.h"
+#include "core/enqueue.h"
+
+namespace collcomm::detail {
+
+// Everything about `op` that only a GPU communicator checks: the kinds it runs yet, device
+// buffers, device-resident scalars. Nothing is queued when it fails.
+Status checkGpuOp(ccComm* comm, const Op& op);
+
+// Plans `op` and enqueues its kernel on op.stream; returns without waiting for it.
+Status runGpuOp(ccComm* comm, const Op& op);
+
+// kOk while no kernel of the communicator has failed; else records the failure (asyncError,
+// lastError) and returns its code.
+Status pollGpuFailure(ccComm* comm);
+
+}  // namespace collcomm::detail

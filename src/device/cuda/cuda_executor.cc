@@ -1,0 +1,290 @@
+// The CUDA executor (device/executor.h): a GPU communicator's channels mirrored into device
+// memory, its abort word and kernel status in mapped host memory, and one ring-kernel launch per
+// collective on the caller's stream.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "common/log.h"
+#include "device/cuda/cuda_launch.h"
+#include "device/executor.h"
+
+namespace collcomm::detail {
+namespace {
+
+// One block per channel, this many threads: the kernels' __launch_bounds__.
+constexpr int kThreads = kCudaMaxThreads;
+
+Status cudaFailed(cudaError_t err, const char* what) {
+  return CC_ERROR(Status::kCudaError, "%s failed: %s", what, cudaGetErrorString(err));
+}
+#define CC_CUDA_CHECK(call)                               \
+  do {                                                    \
+    const cudaError_t ccCudaErr_ = (call);                \
+    if (ccCudaErr_ != cudaSuccess) return cudaFailed(ccCudaErr_, #call); \
+  } while (0)
+
+// Written by the host, read by the kernels (abortFlag), and the other way round (status): in
+// pinned host memory mapped into the device's address space, so neither side waits on a copy.
+struct MappedWords {
+  uint32_t abortFlag;
+  CudaKernelStatus status;
+};
+
+class CudaExecutor final : public DeviceExecutor {
+ public:
+  ~CudaExecutor() override {
+    ScopedDevice on(device_);
+    if (deviceConns_ != nullptr) cudaFree(deviceConns_);
+    if (orderEvent_ != nullptr) cudaEventDestroy(orderEvent_);
+    if (ctrlStream_ != nullptr) cudaStreamDestroy(ctrlStream_);
+    if (mapped_ != nullptr) cudaFreeHost(mapped_);
+  }
+
+  Status init(const ExecSetup& s) {
+    device_ = s.device;
+    rank_ = s.rank;
+    nranks_ = s.nranks;
+    timeoutNs_ = static_cast<uint64_t>(s.timeoutSeconds) * 1000000000ull;
+    ScopedDevice on(device_);
+    int blocksPerSm = 0, sms = 0;
+    CC_CHECK(cudaPrepareKernels(kThreads, &blocksPerSm));
+    CC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+    const int ranksOnDevice = std::max(1, s.ranksOnDevice);
+    maxChannels_ = std::min<int>({kCudaMaxChannels, static_cast<int>(s.channels.size()),
+                                  blocksPerSm * sms / ranksOnDevice});
+    if (maxChannels_ < 1 && nranks_ > 1)
+      return CC_ERROR(Status::kInvalidUsage,
+                      "rank %d: %d ranks share CUDA device %d, which holds %d blocks of the ring kernel at once (%d "
+                      "SMs x %d): their kernels could not all run together; use fewer ranks per GPU",
+                      rank_, ranksOnDevice, device_, blocksPerSm * sms, sms, blocksPerSm);
+    maxChannels_ = std::max(maxChannels_, 1);
+    CC_CUDA_CHECK(cudaStreamCreateWithFlags(&ctrlStream_, cudaStreamNonBlocking));
+    CC_CUDA_CHECK(cudaEventCreateWithFlags(&orderEvent_, cudaEventDisableTiming));
+    CC_CUDA_CHECK(cudaHostAlloc(&mapped_, sizeof(MappedWords), cudaHostAllocMapped | cudaHostAllocPortable));
+    memset(mapped_, 0, sizeof(MappedWords));
+    void* devMapped = nullptr;
+    CC_CUDA_CHECK(cudaHostGetDevicePointer(&devMapped, mapped_, 0));
+    devAbort_ = &static_cast<MappedWords*>(devMapped)->abortFlag;
+    devStatus_ = &static_cast<MappedWords*>(devMapped)->status;
+    return mirrorChannels(s.channels);
+  }
+
+  int maxChannels() const override { return maxChannels_; }
+
+  Status checkBuffer(const void* p, size_t bytes, const char* opName, const char* which) const override {
+    if (bytes == 0) return kOk;
+    cudaPointerAttributes attr{};
+    const cudaError_t err = cudaPointerGetAttributes(&attr, p);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();  // not sticky: clear it
+      return CC_ERROR(Status::kInvalidArgument, "%s: %s %p on rank %d is not memory CUDA knows (%s)", opName, which,
+                      p, rank_, cudaGetErrorString(err));
+    }
+    const bool usable = attr.type == cudaMemoryTypeManaged || attr.devicePointer != nullptr;
+    if (!usable)
+      return CC_ERROR(Status::kInvalidArgument,
+                      "%s: %s %p on rank %d is host memory, but this communicator runs on CUDA device %d: pass "
+                      "device memory (cudaMalloc), or mapped/managed memory",
+                      opName, which, p, rank_, device_);
+    if (attr.type == cudaMemoryTypeDevice && attr.device != device_) {
+      int can = 0;
+      (void)cudaDeviceCanAccessPeer(&can, device_, attr.device);
+      if (can == 0)
+        return CC_ERROR(Status::kInvalidArgument,
+                        "%s: %s %p on rank %d lives on CUDA device %d, which device %d (this communicator's) cannot "
+                        "reach",
+                        opName, which, p, rank_, attr.device, device_);
+    }
+    return kOk;
+  }
+
+  Status launch(const ExecColl& c, ccStream_t userStream) override {
+    if (mappedWords().status.code != 0)
+      return CC_ERROR(static_cast<Status>(mappedWords().status.code),
+                      "%s on rank %d: an earlier kernel of this communicator failed; destroy or abort it",
+                      collName(c.kind), rank_);
+    auto* stream = reinterpret_cast<cudaStream_t>(userStream);
+    CudaCollArgs a{};
+    a.kind = c.kind;
+    a.dtype = c.dtype;
+    a.opKind = c.op.kind;
+    a.opArg = c.op.opArg;
+    a.proto = c.proto;
+    a.algo = c.algo;
+    a.sendbuff = c.sendbuff;
+    a.recvbuff = c.recvbuff;
+    a.count = c.count;
+    a.root = c.root;
+    a.nranks = nranks_;
+    a.nthreads = kThreads;
+    a.abortFlag = devAbort_;
+    a.timeoutNs = timeoutNs_;
+    a.status = devStatus_;
+    a.nChannels = std::clamp(c.nChannels, 1, maxChannels_);
+    for (int ch = 0; ch < a.nChannels; ++ch)
+      a.channels[ch] = CudaChannelArgs{deviceSend() + ch, deviceRecv() + ch, deviceRing() + ch * nranks_,
+                                       ringPos_[ch]};
+    ScopedDevice on(device_);
+    std::lock_guard<std::mutex> lock(launchMu_);
+    CC_CHECK(orderAfterLastLaunch(stream));
+    CC_CHECK(cudaLaunchCollective(a, stream));
+    lastStream_ = stream;
+    return kOk;
+  }
+
+  Status failure(const char* const* hostNames, std::string* message) const override {
+    const CudaKernelStatus st = snapshotStatus();
+    if (st.code == ccSuccess) return kOk;
+    const Status s = cudaKernelResult(st, "a collective", rank_);
+    *message = threadLastError();
+    if (st.peerRank >= 0 && st.peerRank < nranks_ && hostNames != nullptr) {
+      *message += " (rank ";
+      *message += std::to_string(st.peerRank);
+      *message += " is on host ";
+      *message += hostNames[st.peerRank];
+      *message += ")";
+    }
+    return s;
+  }
+
+  void abort() override { __atomic_store_n(&mappedWords().abortFlag, 1u, __ATOMIC_RELEASE); }
+
+  void leave(int culprit, GoneReason reason) override {
+    // The state words live in device memory: written by the copy engine on a stream of our own,
+    // which runs beside kernels still spinning (a blocking copy would wait for them).
+    ScopedDevice on(device_);
+    const uint32_t gone = goneState(culprit, reason);
+    for (uint32_t* word : ownStates_) {
+      if (cudaMemcpyAsync(word, &gone, sizeof(gone), cudaMemcpyHostToDevice, ctrlStream_) != cudaSuccess) break;
+      (void)cudaStreamSynchronize(ctrlStream_);  // `gone` is on this stack
+    }
+    (void)cudaGetLastError();
+  }
+
+ private:
+  MappedWords& mappedWords() const { return *static_cast<MappedWords*>(mapped_); }
+
+  CudaKernelStatus snapshotStatus() const {
+    CudaKernelStatus st;
+    const volatile CudaKernelStatus* live = &mappedWords().status;
+    st.code = live->code;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    st.reason = live->reason;
+    st.channel = live->channel;
+    st.peerRank = live->peerRank;
+    st.got = live->got;
+    st.expected = live->expected;
+    for (size_t i = 0; i < sizeof(st.what); ++i) st.what[i] = live->what[i];
+    st.what[sizeof(st.what) - 1] = '\0';
+    return st;
+  }
+
+  SendConn* deviceSend() const { return static_cast<SendConn*>(deviceConns_); }
+  RecvConn* deviceRecv() const { return reinterpret_cast<RecvConn*>(deviceSend() + nChannels_); }
+  int* deviceRing() const { return reinterpret_cast<int*>(deviceRecv() + nChannels_); }
+
+  // The kernels advance the connections' step counters in device memory, where they persist from
+  // one launch to the next: copies of the host views made at init, never read back.
+  Status mirrorChannels(const std::vector<ExecChannel>& channels) {
+    nChannels_ = static_cast<int>(channels.size());
+    const size_t bytes =
+        nChannels_ * (sizeof(SendConn) + sizeof(RecvConn)) + static_cast<size_t>(nChannels_) * nranks_ * sizeof(int);
+    std::vector<char> image(bytes);
+    auto* send = reinterpret_cast<SendConn*>(image.data());
+    auto* recv = reinterpret_cast<RecvConn*>(send + nChannels_);
+    int* ring = reinterpret_cast<int*>(recv + nChannels_);
+    for (int c = 0; c < nChannels_; ++c) {
+      const ExecChannel& ch = channels[c];
+      if (nranks_ > 1) {
+        send[c] = *ch.send;
+        recv[c] = *ch.recv;
+        ownStates_.push_back(ch.send->peer.ownState);
+        ownStates_.push_back(ch.recv->peer.ownState);
+      }
+      memcpy(ring + c * nranks_, ch.ringRanks, nranks_ * sizeof(int));
+      ringPos_.push_back(ch.ringPos);
+    }
+    CC_CUDA_CHECK(cudaMalloc(&deviceConns_, bytes));
+    CC_CUDA_CHECK(cudaMemcpyAsync(deviceConns_, image.data(), bytes, cudaMemcpyHostToDevice, ctrlStream_));
+    CC_CUDA_CHECK(cudaStreamSynchronize(ctrlStream_));
+    return kOk;
+  }
+
+  // A communicator's kernels share its connections' step counters, so they must run one after the
+  // other: the same stream orders them; a new stream first waits for the last launch's.
+  Status orderAfterLastLaunch(cudaStream_t stream) {
+    if (lastStream_ == stream || !hasLaunched_) {
+      hasLaunched_ = true;
+      return kOk;
+    }
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    CC_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+    cudaStreamCaptureStatus lastCapturing = cudaStreamCaptureStatusNone;
+    CC_CUDA_CHECK(cudaStreamIsCapturing(lastStream_, &lastCapturing));
+    // A graph being captured cannot wait for work outside it (nor the other way round): the user's
+    // replays are ordered by the user, as NCCL asks too.
+    if (capturing != cudaStreamCaptureStatusNone || lastCapturing != cudaStreamCaptureStatusNone) return kOk;
+    CC_CUDA_CHECK(cudaEventRecord(orderEvent_, lastStream_));
+    CC_CUDA_CHECK(cudaStreamWaitEvent(stream, orderEvent_, 0));
+    return kOk;
+  }
+
+  int device_ = 0;
+  int rank_ = 0;
+  int nranks_ = 1;
+  int nChannels_ = 0;
+  int maxChannels_ = 1;
+  uint64_t timeoutNs_ = 0;
+  void* mapped_ = nullptr;  // MappedWords, host address
+  uint32_t* devAbort_ = nullptr;
+  CudaKernelStatus* devStatus_ = nullptr;
+  void* deviceConns_ = nullptr;  // SendConn[nChannels], RecvConn[nChannels], int[nChannels][nranks]
+  std::vector<int> ringPos_;
+  std::vector<uint32_t*> ownStates_;  // this rank's PeerState words, in device memory
+  cudaStream_t ctrlStream_ = nullptr;
+  cudaEvent_t orderEvent_ = nullptr;
+  std::mutex launchMu_;
+  cudaStream_t lastStream_ = nullptr;
+  bool hasLaunched_ = false;
+};
+
+}  // namespace
+
+Status checkCudaDevice(int device, const char* what) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return CC_ERROR(Status::kInvalidUsage, "%s = %d asks for CUDA device %d, but CUDA has no usable device here (%s)",
+                    what, device, device, cudaGetErrorString(err));
+  }
+  if (device >= count)
+    return CC_ERROR(Status::kInvalidArgument, "%s = %d: this process sees %d CUDA device(s) (0..%d)", what, device,
+                    count, count - 1);
+  return kOk;
+}
+
+ScopedDevice::ScopedDevice(int device) {
+  if (device < 0) return;
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current == device) return;
+  if (cudaSetDevice(device) == cudaSuccess) previous_ = current;
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (previous_ >= 0) (void)cudaSetDevice(previous_);
+}
+
+Status makeCudaExecutor(const ExecSetup& setup, std::unique_ptr<DeviceExecutor>* out) {
+  auto exec = std::make_unique<CudaExecutor>();
+  CC_CHECK(exec->init(setup));
+  CC_INFO(kSubsysInit, "rank %d: CUDA executor on device %d, up to %d channel(s) per launch", setup.rank, setup.device,
+          exec->maxChannels());
+  *out = std::move(exec);
+  return kOk;
+}
+
+}  // namespace collcomm::detail

@@ -1,0 +1,488 @@
+// GPU communicators: ranks as threads of this process sharing one GPU (device 0), checked bit for
+// bit against host communicators (the host executor is the oracle) on the same inputs; graph
+// capture; a stuck kernel's abort and timeout; the arguments a GPU communicator refuses.
+//
+// Without CUDA in the build every test checks that GPU communicators are refused with a sentence;
+// with CUDA but no usable GPU they skip, saying why.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collcomm.h"
+#include "support/exact_data.h"
+#include "support/watchdog.h"
+
+#if CC_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace collcomm::test {
+namespace {
+
+#if !CC_HAVE_CUDA
+
+TEST(GpuComm, RefusedWithoutCuda) {
+  ccComm_t comms[2] = {nullptr, nullptr};
+  const int devs[2] = {0, 0};
+  EXPECT_EQ(ccCommInitAll(comms, 2, devs), ccInvalidUsage);
+  EXPECT_NE(std::string(ccGetLastError(nullptr)).find("no CUDA executor"), std::string::npos)
+      << ccGetLastError(nullptr);
+}
+
+#else
+
+// Up to 8 ranks share the GPU here, each with its kernels on its own stream, and those kernels
+// wait for each other: with CUDA's default of 8 hardware queues two streams may share one, and a
+// kernel queued behind a spinning peer would wait for the deadline. Set before CUDA starts.
+[[maybe_unused]] const bool kEnoughHardwareQueues = setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) == 0;
+
+// Why GPU tests cannot run here, or "" when device 0 is usable.
+std::string noGpuReason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(err);
+  if (count == 0) return "no CUDA device";
+  return "";
+}
+
+#define SKIP_WITHOUT_GPU()                                   \
+  do {                                                       \
+    const std::string why = noGpuReason();                   \
+    if (!why.empty()) GTEST_SKIP() << "SKIPPED: " << why;    \
+  } while (0)
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+#define CC_OK(call) ASSERT_EQ((call), ccSuccess) << #call << ": " << ccGetLastError(nullptr)
+
+enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter };
+const char* collLabel(Coll c) {
+  static const char* kNames[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter"};
+  return kNames[static_cast<int>(c)];
+}
+bool reduces(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter; }
+
+// Element counts each rank sends and receives for `count` (the API's count).
+void spans(Coll c, size_t count, int n, size_t* sendCount, size_t* recvCount) {
+  switch (c) {
+    case Coll::kAllGather: *sendCount = count; *recvCount = count * n; break;
+    case Coll::kReduceScatter: *sendCount = count * n; *recvCount = count; break;
+    default: *sendCount = count; *recvCount = count; break;
+  }
+}
+
+// One collective on every rank of `comms` in one group (host communicators: the group runs them
+// on their workers; GPU communicators: enqueued on streams[r]). ops[r]: the reduction (a
+// PreMulSum op is each communicator's own).
+ccResult_t runGroup(Coll c, const std::vector<ccComm_t>& comms, const std::vector<const void*>& send,
+                    const std::vector<void*>& recv, size_t count, ccDataType_t t, const std::vector<ccRedOp_t>& ops,
+                    int root, const std::vector<cudaStream_t>* streams) {
+  ccGroupStart();
+  ccResult_t first = ccSuccess;
+  for (size_t r = 0; r < comms.size(); ++r) {
+    ccStream_t s = streams != nullptr ? (*streams)[r] : nullptr;
+    ccResult_t res = ccSuccess;
+    switch (c) {
+      case Coll::kAllReduce: res = ccAllReduce(send[r], recv[r], count, t, ops[r], comms[r], s); break;
+      case Coll::kBroadcast: res = ccBroadcast(send[r], recv[r], count, t, root, comms[r], s); break;
+      case Coll::kReduce: res = ccReduce(send[r], recv[r], count, t, ops[r], root, comms[r], s); break;
+      case Coll::kAllGather: res = ccAllGather(send[r], recv[r], count, t, comms[r], s); break;
+      case Coll::kReduceScatter: res = ccReduceScatter(send[r], recv[r], count, t, ops[r], comms[r], s); break;
+    }
+    if (first == ccSuccess) first = res;
+  }
+  const ccResult_t end = ccGroupEnd();
+  return first != ccSuccess ? first : end;
+}
+
+// n GPU ranks on device 0 and n host ranks, with a stream per GPU rank.
+class Pair {
+ public:
+  explicit Pair(int n) : n_(n), gpu_(n), host_(n), streams_(n) {
+    const std::vector<int> devs(n, 0);
+    ok_ = ccCommInitAll(gpu_.data(), n, devs.data()) == ccSuccess;
+    if (!ok_) {
+      error_ = ccGetLastError(nullptr);
+      return;
+    }
+    ok_ = ccCommInitAll(host_.data(), n, nullptr) == ccSuccess;
+    for (auto& s : streams_) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  }
+  ~Pair() {
+    for (auto& s : streams_)
+      if (s != nullptr) cudaStreamDestroy(s);
+    for (ccComm_t c : gpu_) ccCommDestroy(c);
+    for (ccComm_t c : host_) ccCommDestroy(c);
+  }
+  bool ok() const { return ok_; }
+  // Later checks put NaNs (all-ones payload) among the inputs: in every 3rd element on every rank,
+  // in every 5th on odd ranks only.
+  void setNanInputs(bool on) { nanInputs_ = on; }
+  const std::string& error() const { return error_; }
+
+  // Runs the case on both and returns "" or what differs.
+  std::string check(Coll c, ccDataType_t t, int op, size_t count, int root, bool inPlace) {
+    const size_t e = dtypeSize(t);
+    size_t sc = 0, rc = 0;
+    spans(c, count, n_, &sc, &rc);
+    // In place: the send buffer is this rank's slice of the receive buffer (or the reverse).
+    const size_t bufElems = std::max(sc, rc);
+    std::vector<std::vector<char>> in(n_), hostOut(n_), gpuOut(n_);
+    std::vector<ccRedOp_t> gpuOps(n_, static_cast<ccRedOp_t>(op < 0 ? ccSum : op)), hostOps = gpuOps;
+    const int fillOp = reduces(c) ? op : ccSum;
+    for (int r = 0; r < n_; ++r) {
+      in[r].assign(bufElems * e, 0);
+      fillInputs(fillOp, t, r, in[r].data(), bufElems);
+      if (nanInputs_) injectNans(t, r, in[r].data(), bufElems);
+      if (op < 0) {
+        std::vector<char> scalar(e);
+        storeValue(t, scalar.data(), kPreMulScalar);
+        if (ccRedOpCreatePreMulSum(&gpuOps[r], scalar.data(), t, ccScalarHostImmediate, gpu_[r]) != ccSuccess ||
+            ccRedOpCreatePreMulSum(&hostOps[r], scalar.data(), t, ccScalarHostImmediate, host_[r]) != ccSuccess)
+          return std::string("ccRedOpCreatePreMulSum: ") + ccGetLastError(nullptr);
+      }
+    }
+    // Where each rank's send data starts within its buffer when in place.
+    auto sendOffset = [&](int r) -> size_t {
+      if (!inPlace) return 0;
+      if (c == Coll::kAllGather) return static_cast<size_t>(r) * count * e;
+      return 0;
+    };
+    auto recvOffset = [&](int r) -> size_t {
+      if (!inPlace) return 0;
+      if (c == Coll::kReduceScatter) return static_cast<size_t>(r) * count * e;
+      return 0;
+    };
+    // Host oracle.
+    std::vector<std::vector<char>> hostSend(n_), hostRecv(n_);
+    std::vector<const void*> hs(n_);
+    std::vector<void*> hr(n_);
+    for (int r = 0; r < n_; ++r) {
+      hostRecv[r].assign(bufElems * e + 64, static_cast<char>(0x5a));
+      if (inPlace) {
+        memcpy(hostRecv[r].data(), in[r].data(), bufElems * e);
+        hs[r] = hostRecv[r].data() + sendOffset(r);
+        hr[r] = hostRecv[r].data() + recvOffset(r);
+      } else {
+        hostSend[r] = in[r];
+        hs[r] = hostSend[r].data();
+        hr[r] = hostRecv[r].data();
+      }
+    }
+    if (runGroup(c, host_, hs, hr, count, t, hostOps, root, nullptr) != ccSuccess)
+      return std::string("host oracle failed: ") + ccGetLastError(nullptr);
+    // GPU.
+    std::vector<void*> dsend(n_, nullptr), drecv(n_, nullptr);
+    std::vector<const void*> gs(n_);
+    std::vector<void*> gr(n_);
+    std::string failure;
+    for (int r = 0; r < n_ && failure.empty(); ++r) {
+      if (cudaMalloc(&drecv[r], bufElems * e + 64) != cudaSuccess) failure = "cudaMalloc failed";
+      else if (cudaMemset(drecv[r], 0x5a, bufElems * e + 64) != cudaSuccess) failure = "cudaMemset failed";
+      if (failure.empty() && inPlace) {
+        cudaMemcpy(drecv[r], in[r].data(), bufElems * e, cudaMemcpyHostToDevice);
+        gs[r] = static_cast<char*>(drecv[r]) + sendOffset(r);
+        gr[r] = static_cast<char*>(drecv[r]) + recvOffset(r);
+      } else if (failure.empty()) {
+        if (cudaMalloc(&dsend[r], bufElems * e + 1) != cudaSuccess) failure = "cudaMalloc failed";
+        else cudaMemcpy(dsend[r], in[r].data(), bufElems * e, cudaMemcpyHostToDevice);
+        gs[r] = dsend[r];
+        gr[r] = drecv[r];
+      }
+    }
+    if (failure.empty() && runGroup(c, gpu_, gs, gr, count, t, gpuOps, root, &streams_) != ccSuccess)
+      failure = std::string("GPU enqueue failed: ") + ccGetLastError(nullptr);
+    for (int r = 0; r < n_ && failure.empty(); ++r)
+      if (cudaStreamSynchronize(streams_[r]) != cudaSuccess) failure = "cudaStreamSynchronize failed";
+    for (int r = 0; r < n_ && failure.empty(); ++r) {
+      ccResult_t async = ccSuccess;
+      ccCommGetAsyncError(gpu_[r], &async);
+      if (async != ccSuccess) failure = std::string("GPU kernel failed: ") + ccGetLastError(gpu_[r]);
+    }
+    for (int r = 0; r < n_ && failure.empty(); ++r) {
+      gpuOut[r].assign(bufElems * e + 64, 0);
+      cudaMemcpy(gpuOut[r].data(), drecv[r], bufElems * e + 64, cudaMemcpyDeviceToHost);
+      // Compare what the user may look at: the receive span (root only for Reduce), and the bytes
+      // after it (nothing may be written past the end).
+      const bool hasResult = c != Coll::kReduce || r == root;
+      const size_t from = recvOffset(r), bytes = hasResult ? rc * e : 0;
+      for (size_t b = 0; b < bytes && failure.empty(); ++b)
+        if (gpuOut[r][from + b] != hostRecv[r][from + b]) {
+          char msg[200];
+          snprintf(msg, sizeof(msg), "rank %d byte %zu (element %zu): GPU 0x%02x, host 0x%02x", r, b, b / e,
+                   static_cast<unsigned char>(gpuOut[r][from + b]), static_cast<unsigned char>(hostRecv[r][from + b]));
+          failure = msg;
+        }
+      if (failure.empty() && !inPlace && gpuOut[r][bufElems * e] != static_cast<char>(0x5a))
+        failure = "rank " + std::to_string(r) + ": the GPU wrote past the receive buffer";
+    }
+    for (int r = 0; r < n_; ++r) {
+      if (dsend[r] != nullptr) cudaFree(dsend[r]);
+      if (drecv[r] != nullptr) cudaFree(drecv[r]);
+      if (op < 0) {
+        ccRedOpDestroy(gpuOps[r], gpu_[r]);
+        ccRedOpDestroy(hostOps[r], host_[r]);
+      }
+    }
+    return failure;
+  }
+
+ private:
+  static void injectNans(ccDataType_t t, int r, char* buf, size_t n) {
+    const size_t e = dtypeSize(t);
+    for (size_t i = 0; i < n; ++i) {
+      if (i % 3 != 0 && !(i % 5 == 0 && r % 2 == 1)) continue;
+      if (e == 2) {
+        const uint16_t nan = 0x7fff;
+        memcpy(buf + i * e, &nan, e);
+      } else if (e == 4) {
+        const uint32_t nan = 0x7fffffff;
+        memcpy(buf + i * e, &nan, e);
+      }
+    }
+  }
+
+  int n_;
+  bool nanInputs_ = false;
+  bool ok_ = false;
+  std::string error_;
+  std::vector<ccComm_t> gpu_, host_;
+  std::vector<cudaStream_t> streams_;
+};
+
+std::string caseName(Coll c, ccDataType_t t, int op, size_t count, int root, bool inPlace, int n) {
+  char buf[160];
+  snprintf(buf, sizeof(buf), "%d ranks %s %s op %d count %zu root %d%s", n, collLabel(c), dtypeName(t), op, count,
+           root, inPlace ? " in place" : "");
+  return buf;
+}
+
+// Every collective x dtype x op at counts that take LL (small) and Simple (large), in and out
+// of place; the largest count for a representative subset.
+void sweep(int n) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(600, [&] {
+    Pair p(n);
+    ASSERT_TRUE(p.ok()) << p.error();
+    const size_t counts[] = {0, 1, 7, 1000, 65537, (size_t{1} << 20) + 3};
+    const int ops[] = {ccSum, ccProd, ccMax, ccMin, ccAvg, -1};
+    const Coll colls[] = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter};
+    int failures = 0, cases = 0;
+    for (Coll c : colls)
+      for (int ti = 0; ti < ccNumTypes; ++ti) {
+        const auto t = static_cast<ccDataType_t>(ti);
+        for (int op : ops) {
+          if (!reduces(c) && op != ccSum) continue;
+          for (size_t count : counts) {
+            const bool large = count > 100000;
+            if (large && !(t == ccFloat32 || t == ccBfloat16 || t == ccInt8) && !(count == 0)) continue;
+            for (int inPlace = 0; inPlace < 2; ++inPlace) {
+              const int root = (c == Coll::kBroadcast || c == Coll::kReduce) ? (n - 1) : 0;
+              const std::string f = p.check(c, t, op, count, root, inPlace != 0);
+              ++cases;
+              if (!f.empty()) {
+                ++failures;
+                ADD_FAILURE() << caseName(c, t, op, count, root, inPlace != 0, n) << ": " << f;
+                if (failures > 10) return;
+              }
+            }
+          }
+        }
+      }
+    printf("%d ranks: %d cases, %d failed\n", n, cases, failures);
+  });
+}
+
+TEST(GpuComm, OneRankMatchesHost) { sweep(1); }
+TEST(GpuComm, TwoRanksMatchHost) { sweep(2); }
+TEST(GpuComm, FourRanksMatchHost) { sweep(4); }
+TEST(GpuComm, EightRanksMatchHost) { sweep(8); }
+
+// NaN inputs: Max/Min on half and bfloat16 keep the NaN operand's bits on both executors.
+TEST(GpuComm, NanBitsMatchHost) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(120, [] {
+    for (int n : {2, 4}) {
+      Pair p(n);
+      ASSERT_TRUE(p.ok()) << p.error();
+      p.setNanInputs(true);
+      for (ccDataType_t t : {ccFloat16, ccBfloat16, ccFloat32})
+        for (int op : {ccMax, ccMin})
+          for (Coll c : {Coll::kAllReduce, Coll::kReduce, Coll::kReduceScatter})
+            for (size_t count : {size_t{4097}, size_t{65537}})
+              for (int inPlace = 0; inPlace < 2; ++inPlace) {
+                const std::string f = p.check(c, t, op, count, n - 1, inPlace != 0);
+                EXPECT_TRUE(f.empty()) << caseName(c, t, op, count, n - 1, inPlace != 0, n) << ": " << f;
+              }
+    }
+  });
+}
+
+// Operations enqueued while the streams are captured run when the graph is replayed, with the
+// inputs the buffers hold at replay time.
+TEST(GpuComm, GraphCaptureReplays) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(120, [] {
+    constexpr int n = 4;
+    constexpr size_t count = 100000;
+    std::vector<ccComm_t> comms(n);
+    const std::vector<int> devs(n, 0);
+    CC_OK(ccCommInitAll(comms.data(), n, devs.data()));
+    std::vector<cudaStream_t> streams(n);
+    std::vector<float*> buf(n);
+    for (int r = 0; r < n; ++r) {
+      CUDA_OK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
+      CUDA_OK(cudaMalloc(&buf[r], count * sizeof(float)));
+    }
+    for (int r = 0; r < n; ++r) CUDA_OK(cudaStreamBeginCapture(streams[r], cudaStreamCaptureModeRelaxed));
+    CC_OK(ccGroupStart());
+    for (int r = 0; r < n; ++r) CC_OK(ccAllReduce(buf[r], buf[r], count, ccFloat32, ccSum, comms[r], streams[r]));
+    CC_OK(ccGroupEnd());
+    std::vector<cudaGraph_t> graphs(n);
+    std::vector<cudaGraphExec_t> execs(n);
+    for (int r = 0; r < n; ++r) {
+      CUDA_OK(cudaStreamEndCapture(streams[r], &graphs[r]));
+      CUDA_OK(cudaGraphInstantiate(&execs[r], graphs[r], 0));
+    }
+    for (int replay = 1; replay <= 3; ++replay) {
+      std::vector<float> h(count);
+      for (int r = 0; r < n; ++r) {
+        for (size_t i = 0; i < count; ++i) h[i] = static_cast<float>((r + 1) * replay + static_cast<int>(i % 7));
+        CUDA_OK(cudaMemcpy(buf[r], h.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+      }
+      for (int r = 0; r < n; ++r) CUDA_OK(cudaGraphLaunch(execs[r], streams[r]));
+      for (int r = 0; r < n; ++r) CUDA_OK(cudaStreamSynchronize(streams[r]));
+      for (int r = 0; r < n; ++r) {
+        CUDA_OK(cudaMemcpy(h.data(), buf[r], count * sizeof(float), cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < count; i += 997) {
+          const float want = static_cast<float>(replay * (1 + 2 + 3 + 4) + n * static_cast<int>(i % 7));
+          ASSERT_EQ(h[i], want) << "replay " << replay << " rank " << r << " element " << i;
+        }
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      ccResult_t async = ccSuccess;
+      CC_OK(ccCommGetAsyncError(comms[r], &async));
+      EXPECT_EQ(async, ccSuccess) << ccGetLastError(comms[r]);
+      cudaGraphExecDestroy(execs[r]);
+      cudaGraphDestroy(graphs[r]);
+      cudaFree(buf[r]);
+      cudaStreamDestroy(streams[r]);
+      CC_OK(ccCommDestroy(comms[r]));
+    }
+  });
+}
+
+// n GPU ranks made with a config (timeout), as a group of ccCommInitRankConfig from one thread.
+std::vector<ccComm_t> initWithTimeout(int n, int timeoutSeconds) {
+  ccUniqueId id;
+  std::vector<ccComm_t> comms(n, nullptr);
+  if (ccGetUniqueId(&id) != ccSuccess) return {};
+  ccGroupStart();
+  for (int r = 0; r < n; ++r) {
+    ccConfig_t cfg = CC_CONFIG_INITIALIZER;
+    cfg.device = 0;
+    cfg.timeout = timeoutSeconds;
+    ccCommInitRankConfig(&comms[r], n, id, r, &cfg);
+  }
+  if (ccGroupEnd() != ccSuccess) return {};
+  return comms;
+}
+
+// Rank 0's kernel waits for rank 1, which never calls: ccCommAbort makes it leave within a second.
+TEST(GpuComm, AbortStopsAStuckKernel) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(120, [] {
+    std::vector<ccComm_t> comms = initWithTimeout(2, 300);
+    ASSERT_EQ(comms.size(), 2u) << ccGetLastError(nullptr);
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float* d = nullptr;
+    CUDA_OK(cudaMalloc(&d, 1 << 20));
+    CC_OK(ccAllReduce(d, d, (1 << 20) / sizeof(float), ccFloat32, ccSum, comms[0], s));
+    EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady) << "the kernel finished without its peer";
+    const auto start = std::chrono::steady_clock::now();
+    CC_OK(ccCommAbort(comms[0]));
+    CUDA_OK(cudaStreamSynchronize(s));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 1.0) << "ccCommAbort and the stream took " << seconds << " s";
+    CC_OK(ccCommDestroy(comms[1]));
+    cudaFree(d);
+    cudaStreamDestroy(s);
+  });
+}
+
+// The same wait with a 1 s timeout: the kernel gives up, and the communicator says why, naming
+// the peer it waited for.
+TEST(GpuComm, StuckKernelTimesOutNamingThePeer) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(120, [] {
+    std::vector<ccComm_t> comms = initWithTimeout(2, 1);
+    ASSERT_EQ(comms.size(), 2u) << ccGetLastError(nullptr);
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float* d = nullptr;
+    CUDA_OK(cudaMalloc(&d, 4096));
+    CC_OK(ccAllReduce(d, d, 1024, ccFloat32, ccSum, comms[0], s));
+    const auto start = std::chrono::steady_clock::now();
+    CUDA_OK(cudaStreamSynchronize(s));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_GT(seconds, 0.5);
+    EXPECT_LT(seconds, 10.0);
+    ccResult_t async = ccSuccess;
+    CC_OK(ccCommGetAsyncError(comms[0], &async));
+    EXPECT_EQ(async, ccTimeout);
+    const std::string why = ccGetLastError(comms[0]);
+    EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
+    // A failed communicator refuses further work with the reason.
+    EXPECT_NE(ccAllReduce(d, d, 1024, ccFloat32, ccSum, comms[0], s), ccSuccess);
+    CC_OK(ccCommAbort(comms[0]));
+    CC_OK(ccCommAbort(comms[1]));
+    cudaFree(d);
+    cudaStreamDestroy(s);
+  });
+}
+
+TEST(GpuComm, RefusesHostMemoryAndMissingKinds) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(60, [] {
+    std::vector<ccComm_t> comms(2);
+    const int devs[2] = {0, 0};
+    CC_OK(ccCommInitAll(comms.data(), 2, devs));
+    int device = -1;
+    CC_OK(ccCommDevice(comms[0], &device));
+    EXPECT_EQ(device, 0);
+    std::vector<float> host(16);
+    EXPECT_EQ(ccAllReduce(host.data(), host.data(), 16, ccFloat32, ccSum, comms[0], nullptr), ccInvalidArgument);
+    EXPECT_NE(std::string(ccGetLastError(comms[0])).find("host memory"), std::string::npos)
+        << ccGetLastError(comms[0]);
+    float* d = nullptr;
+    CUDA_OK(cudaMalloc(&d, 64));
+    EXPECT_EQ(ccSend(d, 16, ccFloat32, 1, comms[0], nullptr), ccInvalidUsage);
+    EXPECT_NE(std::string(ccGetLastError(comms[0])).find("not implemented on GPUs yet"), std::string::npos)
+        << ccGetLastError(comms[0]);
+    // A host communicator still refuses a stream.
+    std::vector<ccComm_t> hostComms(1);
+    CC_OK(ccCommInitAll(hostComms.data(), 1, nullptr));
+    EXPECT_EQ(ccAllReduce(host.data(), host.data(), 16, ccFloat32, ccSum, hostComms[0],
+                          reinterpret_cast<ccStream_t>(0x1)),
+              ccInvalidArgument);
+    // A device ordinal past the last is an invalid argument.
+    int count = 0;
+    cudaGetDeviceCount(&count);
+    std::vector<ccComm_t> none(1);
+    const int bad[1] = {count};
+    EXPECT_EQ(ccCommInitAll(none.data(), 1, bad), ccInvalidArgument);
+    cudaFree(d);
+    for (ccComm_t c : comms) CC_OK(ccCommDestroy(c));
+    CC_OK(ccCommDestroy(hostComms[0]));
+  });
+}
+
+#endif  // CC_HAVE_CUDA
+
+}  // namespace
+}  // namespace collcomm::test
