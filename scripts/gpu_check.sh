@@ -10,7 +10,10 @@
 # Environment: BUILD_DIR (build-gpu), GPU_DEVICE (0), JOBS (16), FORCE_BUILD=1 (rebuild even when
 # BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
 # tests, 180), CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
-# RANK_COUNTS ("2 4 8"), OUT (the log folder; else ./gpu-check-logs).
+# RANK_COUNTS ("2 4 8"), OUT (the log folder; else ./gpu-check-logs), LIBXML2_INCLUDE_DIR (and
+# LIBXML2_LIBRARY) where libxml2's headers are not installed: the lent H100 machine (Ubuntu 24.04,
+# 2026-11-26) has libxml2.so.2 but no libxml2-dev, so cmake fails there without them or a BUILD_DIR
+# built elsewhere at the same path.
 # Every step runs even when an earlier one failed; the exit status is 1 when any failed, 2 when
 # there is no GPU to check.
 set -u
@@ -29,6 +32,8 @@ CUDA_ARCHS=${CUDA_ARCHS:-90}
 TEST_TIMEOUT=${TEST_TIMEOUT:-180}
 RANK_COUNTS=${RANK_COUNTS:-2 4 8}
 export PATH="/usr/local/cuda/bin:$PATH"
+# A build made on another machine may look for libcudart elsewhere (lib or lib64).
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 START=$(date +%s)
 FAILED=()
 
@@ -76,9 +81,17 @@ else
   if command -v ccache >/dev/null 2>&1; then
     launchers=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   fi
+  # The lent H100 machine (Ubuntu 24.04) has libxml2.so.2 but not its headers (libxml2-dev):
+  # LIBXML2_INCLUDE_DIR=<a copy of /usr/include/libxml2, version 2.9> builds against the library there.
+  deps=()
+  if [ -n "${LIBXML2_INCLUDE_DIR:-}" ]; then
+    xml_lib=${LIBXML2_LIBRARY:-$(ldconfig -p 2>/dev/null | awk '/libxml2\.so\.2 .*x86-64/ { print $NF; exit }')}
+    deps=(-DLIBXML2_INCLUDE_DIR="$LIBXML2_INCLUDE_DIR" -DLIBXML2_LIBRARY="$xml_lib")
+    echo "libxml2: headers $LIBXML2_INCLUDE_DIR, library $xml_lib"
+  fi
   configure() {
     cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLCOMM_CUDA=ON \
-      -DCOLLCOMM_CUDA_ARCHS="$CUDA_ARCHS" "${launchers[@]}" "$@" >>"$LOG_DIR/configure.log" 2>&1
+      -DCOLLCOMM_CUDA_ARCHS="$CUDA_ARCHS" "${launchers[@]}" "${deps[@]}" "$@" >>"$LOG_DIR/configure.log" 2>&1
   }
   configured=0
   if configure -DCOLLCOMM_BUILD_TESTS=ON; then
@@ -91,6 +104,10 @@ else
   fi
   if [ "$configured" != 1 ]; then
     tail -n 30 "$LOG_DIR/configure.log"
+    if grep -q "Could NOT find LibXml2" "$LOG_DIR/configure.log"; then
+      echo "libxml2's headers are missing here: set LIBXML2_INCLUDE_DIR to a copy of /usr/include/libxml2 (2.9)," \
+        "or run with a BUILD_DIR built elsewhere (built at the same path, so that its paths hold)"
+    fi
     failed "configure with CUDA (log: configure.log)"
   else
     # Only the targets the check runs; a target this tree does not define is reported, not fatal.
@@ -181,47 +198,86 @@ for n in 1 2 8; do
   run_perf "latency-sync-t$n" 60 all_reduce_perf --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 8 -n 200 -w 20 -c 1 -I 1
 done
 
-step "NCCL's 1-rank latency through PyTorch (8-byte allreduce)"
+step "NCCL's 1-rank latency (8-byte allreduce): torch.distributed, and ncclAllReduce called directly"
 NCCL_LINE=""
+NCCL_DIRECT=""
 if command -v python3 >/dev/null 2>&1 && python3 -c "import torch, torch.distributed" >/dev/null 2>&1; then
   GPU_DEVICE=$GPU_DEVICE timeout 180 python3 - >"$LOG_DIR/nccl-latency.log" 2>&1 <<'PY'
-import os, statistics, time
+# Back to back: 1000 operations then one synchronize, per-op average, median of 5 runs.
+# One then synchronize: p50 of 200. torch.distributed adds its Python and bookkeeping cost per
+# call; the direct ncclAllReduce (ctypes, into the libnccl.so.2 that PyTorch loads) adds less.
+import ctypes, glob, os, statistics, time
 import torch
 import torch.distributed as dist
 
 dev = int(os.environ["GPU_DEVICE"])
 torch.cuda.set_device(dev)
+
+
+def measure(op, sync):
+    for _ in range(200):
+        op()
+    sync()
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(1000):
+            op()
+        sync()
+        runs.append((time.perf_counter() - t0) / 1000 * 1e6)
+    each = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        op()
+        sync()
+        each.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(runs), statistics.median(each), runs
+
+
 dist.init_process_group("nccl", store=dist.HashStore(), world_size=1, rank=0,
                         device_id=torch.device("cuda", dev))
 x = torch.ones(2, dtype=torch.float32, device="cuda")  # 8 bytes
-for _ in range(200):
-    dist.all_reduce(x)
-torch.cuda.synchronize()
-back_to_back = []
-for _ in range(5):
-    t0 = time.perf_counter()
-    for _ in range(1000):
-        dist.all_reduce(x)
-    torch.cuda.synchronize()
-    back_to_back.append((time.perf_counter() - t0) / 1000 * 1e6)
-each = []
-for _ in range(200):
-    t0 = time.perf_counter()
-    dist.all_reduce(x)
-    torch.cuda.synchronize()
-    each.append((time.perf_counter() - t0) * 1e6)
+b2b, each, runs = measure(lambda: dist.all_reduce(x), torch.cuda.synchronize)
 v = torch.cuda.nccl.version()
 print("torch", torch.__version__, "NCCL", ".".join(map(str, v)) if isinstance(v, tuple) else v,
       "on", torch.cuda.get_device_name(dev))
-print("back to back: per-op average of 1000, median of 5 runs: %.2f us (runs: %s)"
-      % (statistics.median(back_to_back), " ".join("%.2f" % t for t in back_to_back)))
-print("one op then synchronize: p50 of 200: %.2f us" % statistics.median(each))
-print("nccl_1rank_us %.2f %.2f" % (statistics.median(back_to_back), statistics.median(each)))
+print("torch.distributed all_reduce: back to back %.2f us (runs: %s); one then synchronize p50 %.2f us"
+      % (b2b, " ".join("%.2f" % t for t in runs), each))
+print("nccl_1rank_us %.2f %.2f" % (b2b, each))
 dist.destroy_process_group()
+
+try:
+    import nvidia
+    libs = [p for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "nccl", "lib", "libnccl.so*"))]
+    nccl = ctypes.CDLL(libs[0] if libs else "libnccl.so.2")
+
+    class UniqueId(ctypes.Structure):
+        _fields_ = [("internal", ctypes.c_char * 128)]
+
+    uid = UniqueId()
+    comm = ctypes.c_void_p()
+    nccl.ncclCommInitRank.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, UniqueId, ctypes.c_int]
+    assert nccl.ncclGetUniqueId(ctypes.byref(uid)) == 0
+    assert nccl.ncclCommInitRank(ctypes.byref(comm), 1, uid, 0) == 0
+    y = torch.empty(2, dtype=torch.float32, device="cuda")
+    stream = torch.cuda.Stream()
+    ar = nccl.ncclAllReduce
+    ar.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                   ctypes.c_void_p, ctypes.c_void_p]
+    args = (x.data_ptr(), y.data_ptr(), 2, 7, 0, comm, stream.cuda_stream)  # ncclFloat32, ncclSum
+    b2b, each, runs = measure(lambda: ar(*args), stream.synchronize)
+    assert y.tolist() == [1.0, 1.0], y.tolist()
+    print("ncclAllReduce via ctypes: back to back %.2f us (runs: %s); one then synchronize p50 %.2f us"
+          % (b2b, " ".join("%.2f" % t for t in runs), each))
+    print("nccl_direct_us %.2f %.2f" % (b2b, each))
+    nccl.ncclCommDestroy(comm)
+except Exception as e:  # the torch.distributed number above stands on its own
+    print("ncclAllReduce via ctypes: not measured:", repr(e))
 PY
   rc=$?
   cat "$LOG_DIR/nccl-latency.log"
   NCCL_LINE=$(sed -n 's/^nccl_1rank_us //p' "$LOG_DIR/nccl-latency.log")
+  NCCL_DIRECT=$(sed -n 's/^nccl_direct_us //p' "$LOG_DIR/nccl-latency.log")
   [ "$rc" != 0 ] && failed "NCCL latency through PyTorch: exit status $rc (log: nccl-latency.log)"
 else
   echo "skipped: python3 with torch is not available"
@@ -265,9 +321,13 @@ step "summary (logs: $LOG_DIR)"
   done
   if [ -n "$NCCL_LINE" ]; then
     read -r nb ne <<<"$NCCL_LINE"
-    echo "  NCCL 1 rank (PyTorch): $nb / $ne"
+    echo "  NCCL 1 rank, torch.distributed: $nb / $ne"
   else
     echo "  NCCL 1 rank: not measured"
+  fi
+  if [ -n "$NCCL_DIRECT" ]; then
+    read -r nb ne <<<"$NCCL_DIRECT"
+    echo "  NCCL 1 rank, ncclAllReduce called directly: $nb / $ne"
   fi
   echo
   echo "took $(elapsed) s"
