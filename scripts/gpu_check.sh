@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # The GPU check (issue 26): on a machine with an NVIDIA GPU, build collcomm with CUDA (or use a
-# build already there), run the GPU tests, sweep all_reduce/all_gather/reduce_scatter with 2, 4
-# and 8 thread ranks on one GPU (8 B to 1 GiB), measure the device-to-device copy rate for
-# reference and the 8-byte latency (against NCCL's 1-rank latency through PyTorch, when it is
-# installed), then print a summary. Meant to finish in under 8 minutes on one H100 with 16 cores.
+# build already there), run the GPU tests, measure the device-to-device copy rate for reference and
+# the 8-byte allreduce latency on 1, 2 and 8 ranks (against NCCL's 1-rank latency, through PyTorch,
+# when it is installed), sweep all_reduce/all_gather/reduce_scatter with 2, 4 and 8 thread ranks on
+# one GPU (8 B to 1 GiB), then print a summary. Meant to finish in under 8 minutes on one H100 with
+# 16 cores: no perf run starts after DEADLINE.
 #
 #   bash scripts/gpu_check.sh
 #
 # Environment: BUILD_DIR (build-gpu), GPU_DEVICE (0), JOBS (16), FORCE_BUILD=1 (rebuild even when
 # BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
 # tests, 180), CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
-# RANK_COUNTS ("2 4 8"), OUT (the log folder; else ./gpu-check-logs), LIBXML2_INCLUDE_DIR (and
-# LIBXML2_LIBRARY) where libxml2's headers are not installed: the lent H100 machine (Ubuntu 24.04,
-# 2026-11-26) has libxml2.so.2 but no libxml2-dev, so cmake fails there without them or a BUILD_DIR
-# built elsewhere at the same path.
+# RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
+# OUT (the log folder; else ./gpu-check-logs), LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
+# libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
+# libxml2.so.2 but no libxml2-dev: there cmake needs a copy of /usr/include/libxml2 (2.9), by
+# default looked for in build-deps/libxml2 (ignored by git, so it can be carried), or a BUILD_DIR
+# built elsewhere at the same path (/work/main/build-gpu built here runs there).
 # Every step runs even when an earlier one failed; the exit status is 1 when any failed, 2 when
 # there is no GPU to check.
 set -u
@@ -31,6 +34,7 @@ JOBS=${JOBS:-16}
 CUDA_ARCHS=${CUDA_ARCHS:-90}
 TEST_TIMEOUT=${TEST_TIMEOUT:-180}
 RANK_COUNTS=${RANK_COUNTS:-2 4 8}
+DEADLINE=${DEADLINE:-470}  # seconds from the start by which the last perf run must end
 export PATH="/usr/local/cuda/bin:$PATH"
 # A build made on another machine may look for libcudart elsewhere (lib or lib64).
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -70,20 +74,28 @@ build_usable() {
 }
 step "build ($BUILD_DIR)"
 if [ "${FORCE_BUILD:-0}" != 1 ] && build_usable; then
-  echo "using the CUDA build already in $BUILD_DIR (gpu_copy_bw is there and all_reduce_perf runs); FORCE_BUILD=1 rebuilds"
+  echo "using the CUDA build already in $BUILD_DIR (gpu_copy_bw is there and all_reduce_perf runs);" \
+    "FORCE_BUILD=1 rebuilds"
 else
   # A build folder configured for another source path (copied from elsewhere) cannot be reused.
-  if [ -f "$BUILD_DIR/CMakeCache.txt" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$ROOT" "$BUILD_DIR/CMakeCache.txt"; then
+  if [ -f "$BUILD_DIR/CMakeCache.txt" ] &&
+    ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$ROOT" "$BUILD_DIR/CMakeCache.txt"; then
     echo "$BUILD_DIR was configured for another source folder: starting it afresh"
     rm -rf "$BUILD_DIR/CMakeCache.txt" "$BUILD_DIR/CMakeFiles"
   fi
   launchers=()
   if command -v ccache >/dev/null 2>&1; then
-    launchers=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+    launchers=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+      -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   fi
   # The lent H100 machine (Ubuntu 24.04) has libxml2.so.2 but not its headers (libxml2-dev):
-  # LIBXML2_INCLUDE_DIR=<a copy of /usr/include/libxml2, version 2.9> builds against the library there.
+  # LIBXML2_INCLUDE_DIR=<a copy of /usr/include/libxml2, version 2.9> builds against the library there
+  # (build-deps/libxml2 when it is there and the system has no headers).
   deps=()
+  if [ -z "${LIBXML2_INCLUDE_DIR:-}" ] && [ ! -e /usr/include/libxml2/libxml/xmlversion.h ] &&
+    [ -e "$ROOT/build-deps/libxml2/libxml/xmlversion.h" ]; then
+    LIBXML2_INCLUDE_DIR="$ROOT/build-deps/libxml2"
+  fi
   if [ -n "${LIBXML2_INCLUDE_DIR:-}" ]; then
     xml_lib=${LIBXML2_LIBRARY:-$(ldconfig -p 2>/dev/null | awk '/libxml2\.so\.2 .*x86-64/ { print $NF; exit }')}
     deps=(-DLIBXML2_INCLUDE_DIR="$LIBXML2_INCLUDE_DIR" -DLIBXML2_LIBRARY="$xml_lib")
@@ -105,8 +117,8 @@ else
   if [ "$configured" != 1 ]; then
     tail -n 30 "$LOG_DIR/configure.log"
     if grep -q "Could NOT find LibXml2" "$LOG_DIR/configure.log"; then
-      echo "libxml2's headers are missing here: set LIBXML2_INCLUDE_DIR to a copy of /usr/include/libxml2 (2.9)," \
-        "or run with a BUILD_DIR built elsewhere (built at the same path, so that its paths hold)"
+      echo "libxml2's headers are missing here: put a copy of /usr/include/libxml2 (2.9) in build-deps/libxml2" \
+        "(or set LIBXML2_INCLUDE_DIR), or run with a BUILD_DIR built elsewhere at the same path"
     fi
     failed "configure with CUDA (log: configure.log)"
   else
@@ -163,12 +175,18 @@ else
   failed "gpu_copy_bw (log: copy-bw.log)"
 fi
 
-# ---- 4. Sweeps: 8 B to 128 MiB by factor 4 (checked), then 256 MiB to 1 GiB by factor 2 with
-# fewer iterations (checked with CHECK_LARGE=1: the host writes and compares each GiB).
-# run_perf <log name> <seconds> <binary> <args...>: the table goes to the log and the screen.
+# run_perf <log name> <seconds> <binary> <args...>: the table goes to the log and the screen. Runs
+# share the time left before DEADLINE seconds from the start: a run that would start too late is
+# skipped (and counted as failed), so the check ends in time whatever the library's speed.
 run_perf() {
   local name=$1 limit=$2 bin=$3
   shift 3
+  local left=$((DEADLINE - $(elapsed)))
+  if [ "$left" -lt 15 ]; then
+    failed "$bin $* not run: the check's $DEADLINE s were spent"
+    return
+  fi
+  [ "$left" -lt "$limit" ] && limit=$left
   echo "--- $bin $*"
   timeout --kill-after=10 "$limit" "$PERF/$bin" "$@" >"$LOG_DIR/$name.log" 2>&1
   local rc=$?
@@ -179,20 +197,10 @@ run_perf() {
     failed "$bin $* exit status $rc (log: $name.log)"
   fi
 }
-large_check=0
-[ "${CHECK_LARGE:-0}" = 1 ] && large_check=1
-for coll in all_reduce all_gather reduce_scatter; do
-  for n in $RANK_COUNTS; do
-    step "${coll}_perf, $n ranks on GPU $GPU_DEVICE"
-    run_perf "${coll}-t$n-small" 60 "${coll}_perf" --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 128M -f 4 -n 20 -w 5 -c 1
-    run_perf "${coll}-t$n-large" 90 "${coll}_perf" --gpu "$GPU_DEVICE" -t "$n" -b 256M -e 1G -f 2 -n 5 -w 2 \
-      -c "$large_check"
-  done
-done
 
-# ---- 5. Latency: 8-byte allreduce, back to back (-n 1000 then one synchronize) and one
+# ---- 4. Latency: 8-byte allreduce, back to back (-n 1000 then one synchronize) and one
 # operation then a synchronize (-I 1: p50 of 200).
-step "8-byte allreduce latency: 1, 2 and 8 ranks"
+step "8-byte allreduce latency: 1, 2 and 8 ranks on GPU $GPU_DEVICE"
 for n in 1 2 8; do
   run_perf "latency-t$n" 60 all_reduce_perf --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 8 -n 1000 -w 100 -c 1
   run_perf "latency-sync-t$n" 60 all_reduce_perf --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 8 -n 200 -w 20 -c 1 -I 1
@@ -282,6 +290,19 @@ PY
 else
   echo "skipped: python3 with torch is not available"
 fi
+
+# ---- 5. Sweeps: 8 B to 128 MiB by factor 4 (checked), then 256 MiB to 1 GiB by factor 2 with
+# fewer iterations (checked with CHECK_LARGE=1: the host writes and compares each GiB).
+large_check=0
+[ "${CHECK_LARGE:-0}" = 1 ] && large_check=1
+for coll in all_reduce all_gather reduce_scatter; do
+  for n in $RANK_COUNTS; do
+    step "${coll}_perf, $n ranks on GPU $GPU_DEVICE"
+    run_perf "${coll}-t$n-small" 60 "${coll}_perf" --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 128M -f 4 -n 20 -w 5 -c 1
+    run_perf "${coll}-t$n-large" 90 "${coll}_perf" --gpu "$GPU_DEVICE" -t "$n" -b 256M -e 1G -f 2 -n 5 -w 2 \
+      -c "$large_check"
+  done
+done
 
 # ---- 6. Summary
 # busbw <log> <bytes>: "out-of-place/in-place" busbw of the row of that size (columns 8 and 12).
