@@ -228,9 +228,11 @@ class RankRunner {
     if (!gpu::sync(dev_.stream, &error)) fatal("rank %d: after %s: %s", rank_, after, error.c_str());
     ccResult_t async = ccSuccess;
     CC_PERF_CHECK(ccCommGetAsyncError(comm_, &async));
-    if (async != ccSuccess)
+    if (async != ccSuccess) {
+      const char* why = ccGetLastError(comm_);
       fatal("rank %d: after %s the communicator reports %s: %s", rank_, after, ccGetErrorString(async),
-            ccGetLastError(comm_));
+            why != nullptr && *why != '\0' ? why : "(the library left no message)");
+    }
   }
   // Host <-> device copies for fills and checks, ordered on the rank's stream.
   void upload(char* dst, const char* src, size_t bytes) {
