@@ -16,7 +16,7 @@
 # libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
 # libxml2.so.2 but no libxml2-dev: there cmake needs a copy of /usr/include/libxml2 (2.9), by
 # default looked for in build-deps/libxml2 (ignored by git, so it can be carried), or a BUILD_DIR
-# built elsewhere at the same path (/work/main/build-gpu built here runs there).
+# built on another machine at the same path (its binaries hold absolute paths).
 # Every step runs even when an earlier one failed; the exit status is 1 when any failed, 2 when
 # there is no GPU to check.
 set -u
