@@ -106,6 +106,7 @@ else
       -DCOLLCOMM_CUDA_ARCHS="$CUDA_ARCHS" "${launchers[@]}" "${deps[@]}" "$@" >>"$LOG_DIR/configure.log" 2>&1
   }
   configured=0
+  : >"$LOG_DIR/configure.log"
   if configure -DCOLLCOMM_BUILD_TESTS=ON; then
     configured=1
   elif grep -q "GTest" "$LOG_DIR/configure.log"; then
