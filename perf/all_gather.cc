@@ -13,8 +13,9 @@ Counts counts(size_t count, int n) {
 
 double busFactor(int n) { return static_cast<double>(n - 1) / n; }
 
-ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t, int, ccComm_t comm) {
-  return ccAllGather(send, recv, count, type, comm, nullptr);
+ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t, int, ccComm_t comm,
+               ccStream_t stream) {
+  return ccAllGather(send, recv, count, type, comm, stream);
 }
 
 void inputs(const Shape& s, std::vector<Segment>* out) {

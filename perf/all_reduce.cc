@@ -9,8 +9,9 @@ Counts counts(size_t count, int) { return Counts{.send = count, .recv = count, .
 
 double busFactor(int n) { return 2.0 * (n - 1) / n; }
 
-ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t op, int, ccComm_t comm) {
-  return ccAllReduce(send, recv, count, type, op, comm, nullptr);
+ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t op, int, ccComm_t comm,
+               ccStream_t stream) {
+  return ccAllReduce(send, recv, count, type, op, comm, stream);
 }
 
 void inputs(const Shape& s, std::vector<Segment>* out) {

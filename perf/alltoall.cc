@@ -13,8 +13,9 @@ Counts counts(size_t count, int n) {
 
 double busFactor(int n) { return static_cast<double>(n - 1) / n; }
 
-ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t, int, ccComm_t comm) {
-  return ccAlltoAll(send, recv, count, type, comm, nullptr);
+ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t, int, ccComm_t comm,
+               ccStream_t stream) {
+  return ccAlltoAll(send, recv, count, type, comm, stream);
 }
 
 // Rank r's data for rank j uses generator indices from j*per, so every (source, destination)

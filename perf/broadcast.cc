@@ -9,8 +9,9 @@ Counts counts(size_t count, int) { return Counts{.send = count, .recv = count, .
 
 double busFactor(int) { return 1.0; }
 
-ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t, int root, ccComm_t comm) {
-  return ccBroadcast(send, recv, count, type, root, comm, nullptr);
+ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t, int root, ccComm_t comm,
+               ccStream_t stream) {
+  return ccBroadcast(send, recv, count, type, root, comm, stream);
 }
 
 void inputs(const Shape& s, std::vector<Segment>* out) {

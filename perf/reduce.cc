@@ -10,8 +10,9 @@ Counts counts(size_t count, int) { return Counts{.send = count, .recv = count, .
 
 double busFactor(int) { return 1.0; }
 
-ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t op, int root, ccComm_t comm) {
-  return ccReduce(send, recv, count, type, op, root, comm, nullptr);
+ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t op, int root, ccComm_t comm,
+               ccStream_t stream) {
+  return ccReduce(send, recv, count, type, op, root, comm, stream);
 }
 
 void inputs(const Shape& s, std::vector<Segment>* out) {

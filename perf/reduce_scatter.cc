@@ -13,8 +13,9 @@ Counts counts(size_t count, int n) {
 
 double busFactor(int n) { return static_cast<double>(n - 1) / n; }
 
-ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t op, int, ccComm_t comm) {
-  return ccReduceScatter(send, recv, count, type, op, comm, nullptr);
+ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t op, int, ccComm_t comm,
+               ccStream_t stream) {
+  return ccReduceScatter(send, recv, count, type, op, comm, stream);
 }
 
 void inputs(const Shape& s, std::vector<Segment>* out) {

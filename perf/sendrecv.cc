@@ -10,14 +10,15 @@ Counts counts(size_t count, int) { return Counts{.send = count, .recv = count, .
 
 double busFactor(int) { return 1.0; }
 
-ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t, int, ccComm_t comm) {
+ccResult_t run(const void* send, void* recv, size_t count, ccDataType_t type, ccRedOp_t, int, ccComm_t comm,
+               ccStream_t stream) {
   int n = 0, rank = 0;
   ccResult_t r = ccCommCount(comm, &n);
   if (r == ccSuccess) r = ccCommUserRank(comm, &rank);
   if (r != ccSuccess) return r;
   if ((r = ccGroupStart()) != ccSuccess) return r;
-  ccResult_t s = ccSend(send, count, type, (rank + 1) % n, comm, nullptr);
-  if (s == ccSuccess) s = ccRecv(recv, count, type, (rank + n - 1) % n, comm, nullptr);
+  ccResult_t s = ccSend(send, count, type, (rank + 1) % n, comm, stream);
+  if (s == ccSuccess) s = ccRecv(recv, count, type, (rank + n - 1) % n, comm, stream);
   r = ccGroupEnd();
   return s != ccSuccess ? s : r;
 }

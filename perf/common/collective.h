@@ -58,8 +58,9 @@ struct Collective {
   bool checksInPlace;   // false: the in-place result is not defined (nccl-tests prints N/A)
   Counts (*counts)(size_t count, int nranks);
   double (*busFactor)(int nranks);  // busbw = algbw * busFactor
+  // stream: the rank's CUDA stream under --gpu (the call only enqueues); null on host ranks.
   ccResult_t (*run)(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t type, ccRedOp_t op, int root,
-                    ccComm_t comm);
+                    ccComm_t comm, ccStream_t stream);
   // What this rank writes before the call, relative to the pointer it passes as sendbuff.
   void (*inputs)(const Shape& s, std::vector<Segment>* out);
   // What the rank's output must hold after the call, relative to the pointer it passes as recvbuff

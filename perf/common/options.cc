@@ -99,8 +99,10 @@ bool parseOps(const char* text, std::vector<int>* out) {
 
 // --version has no letter, so that none of nccl-tests' is taken.
 constexpr int kVersionOption = 0x100;
+// --gpu has no letter either: nccl-tests' -G (graph launches) and -g (GPUs per thread) are taken.
+constexpr int kGpuOption = 0x101;
 
-// Long names as nccl-tests spells them, plus our additions (-J, -I, --version).
+// Long names as nccl-tests spells them, plus our additions (-J, -I, --version, --gpu).
 const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"ngpus", required_argument, nullptr, 'g'},
                                {"minbytes", required_argument, nullptr, 'b'},
@@ -127,6 +129,7 @@ const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
                                {"per_iter_timing", required_argument, nullptr, 'I'},
                                {"help", no_argument, nullptr, 'h'},
                                {"version", no_argument, nullptr, kVersionOption},
+                               {"gpu", required_argument, nullptr, kGpuOption},
                                {nullptr, 0, nullptr, 0}};
 const char kShortOptions[] = "+t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:R:J:I:h";
 
@@ -166,6 +169,9 @@ void printUsage(FILE* f, const char* program) {
           "\t[-I,--per_iter_timing <0/1>]  add per-iteration latency columns: min, p50, p99, max (default 0)\n"
           "\t[-h,--help]\n"
           "\t[--version]  the collcomm version this binary runs with\n"
+          "\t[--gpu <ordinal>]  every rank of this process runs a GPU communicator on CUDA device <ordinal>\n"
+          "\t                   (device buffers, a stream per rank; a timed loop enqueues -n iterations, then\n"
+          "\t                   synchronizes). Default: host memory. Builds without CUDA refuse it\n"
           "Ranks = processes (from ccrun, mpirun or srun) x threads. COLLCOMM_DEBUG=INFO adds the algorithm,\n"
           "protocol and channels the library chose for each size. Exit status: 0 when every check passed.\n",
           program);
@@ -273,9 +279,14 @@ ParseStatus parseOptions(int argc, char** argv, Options* o, std::string* error) 
         return ParseStatus::kHelp;
       case kVersionOption:
         return ParseStatus::kVersion;
+      case kGpuOption:
+        if (!parseInt(a, 0, 1023, &o->gpu)) return bad("CUDA device ordinal (--gpu)", a);
+        break;
       default: {
         char opt[3] = {'-', static_cast<char>(optopt), '\0'};
-        if (optopt == 0) {
+        if (optopt == kGpuOption) {
+          *error = "option '--gpu' needs a value";
+        } else if (optopt == 0) {
           *error = std::string("unknown option '") + argv[optind - 1] + "'";
         } else if (strchr(kShortOptions, optopt) != nullptr) {
           *error = std::string("option '") + opt + "' needs a value";

@@ -26,8 +26,10 @@ inline constexpr int kNumOps = static_cast<int>(sizeof(kOps) / sizeof(kOps[0]));
 enum class TimeCombine : int { kRank0 = 0, kAverage = 1, kMin = 2, kMax = 3 };
 
 struct Options {
-  int nThreads = 1;  // -t: threads per process, each one rank
-  int nGpus = 1;     // -g: GPUs per thread (GPU builds); host ranks are one per thread
+  int nThreads = 1;     // -t: threads per process, each one rank
+  int nGpus = 1;        // -g: GPUs per thread (GPU builds); host ranks are one per thread
+  int gpu = -1;         // --gpu: the CUDA ordinal every rank of this process runs on; -1 = host memory
+  std::string gpuName;  // --gpu: the device as the report names it (perfMain fills it in)
   size_t minBytes = 32u << 20;
   size_t maxBytes = 32u << 20;
   size_t stepBytes = 1u << 20;

@@ -109,6 +109,7 @@ void Report::begin(const std::vector<RankInfo>& ranks, int nprocs, int nthreads)
   ccGetVersion(&version);
   const bool byFactor = opts_.stepFactor > 1;
   const size_t step = byFactor ? opts_.stepFactor : opts_.stepBytes;
+  const std::string device = opts_.gpu >= 0 ? std::to_string(opts_.gpu) : "host";  // the same on every rank
   if (table_ != nullptr) {
     FILE* f = table_;
     fprintf(f, "# collcomm-tests version %d.%d.%d collcomm-headers=%d collcomm-library=%d\n", CC_MAJOR, CC_MINOR,
@@ -119,14 +120,19 @@ void Report::begin(const std::vector<RankInfo>& ranks, int nprocs, int nthreads)
             "validation: %d graph: %d\n",
             opts_.nThreads, opts_.nGpus, opts_.minBytes, opts_.maxBytes, step, byFactor ? "factor" : "bytes",
             opts_.warmupIters, opts_.iters, opts_.aggIters, opts_.check, opts_.graphLaunches);
-    fprintf(f, "# Host ranks: %d process(es) x %d thread(s) = %d rank(s)\n", nprocs, nthreads, nprocs * nthreads);
+    if (opts_.gpu >= 0) {
+      fprintf(f, "# GPU ranks: %d process(es) x %d thread(s) = %d rank(s), each on CUDA device %d, %s\n", nprocs,
+              nthreads, nprocs * nthreads, opts_.gpu, opts_.gpuName.c_str());
+    } else {
+      fprintf(f, "# Host ranks: %d process(es) x %d thread(s) = %d rank(s)\n", nprocs, nthreads, nprocs * nthreads);
+    }
     if (opts_.blocking) fprintf(f, "# Blocking Enabled: wait for completion and barrier after each collective \n");
     if (opts_.perIter) fprintf(f, "# Per-Iteration Report: host clock per iteration; i_* use the slowest rank \n");
     if (opts_.parallelInit) fprintf(f, "# Parallel Init Enabled: threads call into ccCommInitRank concurrently \n");
     fprintf(f, "#\n# Using devices\n");
     for (const RankInfo& r : ranks) {
-      fprintf(f, "#  Rank %2d Group %2d Pid %6d on %10s device %5s [cores %s]\n", r.rank, 0, r.pid, r.host, "host",
-              r.cores);
+      fprintf(f, "#  Rank %2d Group %2d Pid %6d on %10s device %5s [cores %s]\n", r.rank, 0, r.pid, r.host,
+              device.c_str(), r.cores);
     }
     printColumnHeader();
   }
@@ -139,7 +145,7 @@ void Report::begin(const std::vector<RankInfo>& ranks, int nprocs, int nthreads)
                           .integer("group", 0)
                           .integer("pid", r.pid)
                           .str("hostname", r.host)
-                          .str("device", "host")
+                          .str("device", opts_.gpu >= 0 ? "cuda:" + device : device)
                           .str("cores", r.cores)
                           .text());
   }

@@ -8,6 +8,10 @@
 // calls never touch the same bytes. Checks run after timing: the receive side is poisoned, fresh
 // inputs are written (new values on every check iteration, at a shifted place), one call runs,
 // and every element is compared with its exactly known value.
+//
+// --gpu: the buffers are device memory and every rank thread has its own stream. A timed loop
+// enqueues its operations back to back and then waits for the stream, as nccl-tests does; fills
+// and checks go through host staging memory (common/gpu.h is the only contact with CUDA).
 #include <sched.h>
 #include <unistd.h>
 
@@ -23,6 +27,7 @@
 #include "common/collective.h"
 #include "common/data.h"
 #include "common/fail.h"
+#include "common/gpu.h"
 #include "common/options.h"
 #include "common/plan_capture.h"
 #include "common/report.h"
@@ -87,22 +92,80 @@ RankInfo myInfo(int rank) {
   return r;
 }
 
-// Host memory for one buffer of the largest operation, touched by the rank that uses it.
-struct HostBuffer {
-  explicit HostBuffer(size_t bytes) : bytes_((std::max<size_t>(bytes, 64) + 4095) / 4096 * 4096) {
+// Under --gpu, the rank thread's device and stream: made first, so that the buffers are allocated
+// on that device. Host ranks (gpu < 0) have neither.
+struct RankDevice {
+  RankDevice(const Options& o, int rank) : ordinal(o.gpu) {
+    if (ordinal < 0) return;
+    std::string error;
+    if (!gpu::bind(ordinal, &error)) fatal("rank %d: %s", rank, error.c_str());
+    // -y 1: the null stream, as nccl-tests does; the library may refuse it.
+    if (!o.streamNull && !gpu::makeStream(&stream, &error)) fatal("rank %d: %s", rank, error.c_str());
+  }
+  ~RankDevice() { gpu::destroyStream(stream); }
+  RankDevice(const RankDevice&) = delete;
+  RankDevice& operator=(const RankDevice&) = delete;
+  bool on() const { return ordinal >= 0; }
+
+  const int ordinal;
+  ccStream_t stream = nullptr;
+};
+
+// One buffer of the largest operation, zeroed: host memory touched by the rank that uses it, or
+// device memory on the rank's device.
+struct Buffer {
+  Buffer(size_t bytes, const RankDevice& dev, int rank)
+      : bytes_((std::max<size_t>(bytes, 64) + 4095) / 4096 * 4096), device_(dev.on()) {
+    if (device_) {
+      std::string error;
+      void* p = nullptr;
+      if (!gpu::allocate(bytes_, &p, &error)) fatal("rank %d: device buffers: %s", rank, error.c_str());
+      ptr_ = static_cast<char*>(p);
+      return;
+    }
     ptr_ = static_cast<char*>(aligned_alloc(4096, bytes_));
     if (ptr_ == nullptr) fatal("cannot allocate %zu bytes of host memory for the buffers", bytes_);
     memset(ptr_, 0, bytes_);
   }
-  ~HostBuffer() { free(ptr_); }
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
+  ~Buffer() {
+    if (device_) {
+      gpu::release(ptr_);
+    } else {
+      free(ptr_);
+    }
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
   char* get() const { return ptr_; }
 
  private:
   size_t bytes_;
+  bool device_;
   char* ptr_;
 };
+
+// Host memory a --gpu rank fills and checks through; grows to the largest piece it has staged.
+class Staging {
+ public:
+  char* get(size_t bytes) {
+    if (bytes > size_) {
+      data_.reset(new char[bytes]);
+      size_ = bytes;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+};
+
+// Elements from a segment list's base to the end of its last segment.
+size_t extent(const std::vector<Segment>& segs) {
+  size_t end = 0;
+  for (const Segment& s : segs) end = std::max(end, s.offset + s.length);
+  return end;
+}
 
 class RankRunner {
  public:
@@ -113,8 +176,9 @@ class RankRunner {
         thread_(thread),
         rank_(sw.team.layout().globalRank(thread)),
         nranks_(sw.team.layout().nranks()),
-        send_(sw.opts.maxBytes),
-        recv_(sw.opts.maxBytes) {}
+        dev_(sw.opts, rank_),
+        send_(sw.opts.maxBytes, dev_, rank_),
+        recv_(sw.opts.maxBytes, dev_, rank_) {}
 
   void run();
 
@@ -154,7 +218,30 @@ class RankRunner {
   void start(const Call& c, bool inPlace, uint64_t iter) {
     char *s, *r;
     pointers(c, inPlace, iter, &s, &r);
-    CC_PERF_CHECK(coll_.run(s, r, c.counts.param, c.type, c.op, c.root, comm_));
+    CC_PERF_CHECK(coll_.run(s, r, c.counts.param, c.type, c.op, c.root, comm_, dev_.stream));
+  }
+  // --gpu: waits for the rank's stream, then asks the communicator whether a kernel failed.
+  // Host operations are complete when they return: nothing to do.
+  void complete(const char* after) {
+    if (!dev_.on()) return;
+    std::string error;
+    if (!gpu::sync(dev_.stream, &error)) fatal("rank %d: after %s: %s", rank_, after, error.c_str());
+    ccResult_t async = ccSuccess;
+    CC_PERF_CHECK(ccCommGetAsyncError(comm_, &async));
+    if (async != ccSuccess) {
+      const char* why = ccGetLastError(comm_);
+      fatal("rank %d: after %s the communicator reports %s: %s", rank_, after, ccGetErrorString(async),
+            why != nullptr && *why != '\0' ? why : "(the library left no message)");
+    }
+  }
+  // Host <-> device copies for fills and checks, ordered on the rank's stream.
+  void upload(char* dst, const char* src, size_t bytes) {
+    std::string error;
+    if (!gpu::toDevice(dst, src, bytes, dev_.stream, &error)) fatal("rank %d: %s", rank_, error.c_str());
+  }
+  void download(char* dst, const char* src, size_t bytes) {
+    std::string error;
+    if (!gpu::toHost(dst, src, bytes, dev_.stream, &error)) fatal("rank %d: %s", rank_, error.c_str());
   }
   Shape shape(const Call& c, bool inPlace) const {
     return Shape{rank_, nranks_, coll_.rooted ? c.root : -1, c.counts.param, inPlace};
@@ -173,8 +260,10 @@ class RankRunner {
   const int rank_;
   const int nranks_;
   ccComm_t comm_ = nullptr;
-  HostBuffer send_;
-  HostBuffer recv_;
+  RankDevice dev_;  // before the buffers: they are allocated on its device
+  Buffer send_;
+  Buffer recv_;
+  Staging staging_;
   uint64_t rep_ = 0;  // advances per bench, the same on every rank: check data differs every time
 };
 
@@ -185,6 +274,7 @@ void RankRunner::run() {
     ccConfig_t config = CC_CONFIG_INITIALIZER;
     config.commName = coll_.program;
     if (opts_.timeoutSec > 0) config.timeout = opts_.timeoutSec;
+    if (opts_.gpu >= 0) config.device = opts_.gpu;
     CC_PERF_CHECK(ccCommInitRankConfig(&sw_.comms[thread_], nranks_, sw_.dataId, rank_, &config));
   }
   team.barrier(thread_);
@@ -213,7 +303,19 @@ void RankRunner::fillInputs(const Call& c, bool inPlace, uint64_t iter, uint64_t
   pointers(c, inPlace, iter, &s, &r);
   std::vector<Segment> segs;
   coll_.inputs(shape(c, inPlace), &segs);
-  writeSegments(c.type, c.exactOp, seed, s, segs);
+  if (!dev_.on()) {
+    writeSegments(c.type, c.exactOp, seed, s, segs);
+    return;
+  }
+  // Segment by segment, so that device memory between segments keeps what it holds.
+  for (Segment seg : segs) {
+    const size_t at = seg.offset * c.elem;
+    const size_t bytes = seg.length * c.elem;
+    seg.offset = 0;
+    char* host = staging_.get(bytes);
+    writeSegments(c.type, c.exactOp, seed, host, {seg});
+    upload(s + at, host, bytes);
+  }
 }
 
 void RankRunner::typeOpRoot(ccDataType_t type, int opIndex, int root) {
@@ -237,6 +339,7 @@ void RankRunner::typeOpRoot(ccDataType_t type, int opIndex, int root) {
   for (size_t bytes : {opts_.maxBytes, opts_.minBytes}) {
     const Call c = makeCall(bytes, type, op, exactOp, opName, root);
     for (int i = 0; i < opts_.warmupIters; ++i) start(c, false, static_cast<uint64_t>(i));
+    complete("the warm-up");
   }
   team.barrier(thread_);
   if (isReporter()) PlanCapture::collect(0);  // drops what warm-up logged
@@ -272,6 +375,7 @@ PlaceResult RankRunner::bench(const Call& c, bool inPlace) {
   ++rep_;
   if (opts_.check > 0) fillInputs(c, inPlace, 0, 0);
   start(c, inPlace, 0);  // in step with the peers before the clock starts
+  complete("the operation before the timed loop");
   team.barrier(thread_);
 
   const int agg = opts_.aggIters;
@@ -282,6 +386,8 @@ PlaceResult RankRunner::bench(const Call& c, bool inPlace) {
     if (agg > 1) CC_PERF_CHECK(ccGroupStart());
     for (int a = 0; a < agg; ++a) start(c, inPlace, static_cast<uint64_t>(it) * agg + a);
     if (agg > 1) CC_PERF_CHECK(ccGroupEnd());
+    // --gpu: -z and -I wait for each iteration (-I: its time is one operation then a synchronize).
+    if (dev_.on() && (opts_.blocking || opts_.perIter)) complete("an iteration of the timed loop");
     if (opts_.blocking) team.barrier(thread_);
     if (opts_.perIter) {
       const Clock::time_point now = Clock::now();
@@ -289,6 +395,7 @@ PlaceResult RankRunner::bench(const Call& c, bool inPlace) {
       last = now;
     }
   }
+  complete("the timed loop");  // --gpu: the loop's time ends when its stream is idle
   const double mine = secondsSince(t0) / (static_cast<double>(opts_.iters) * agg);
   res.seconds = team.combine(thread_, mine, opts_.average);
   const double bytes = static_cast<double>(footprint(c));
@@ -326,12 +433,24 @@ int64_t RankRunner::checkOnce(const Call& c, bool inPlace, int iteration, std::s
   char *s, *r;
   pointers(c, inPlace, iter, &s, &r);
   char* recvBase = r - (inPlace ? c.counts.recvInPlace * c.elem * rank_ : 0);
-  poison(c.type, recvBase, inPlace ? std::max(c.counts.send, c.counts.recv) : c.counts.recv);
+  const size_t poisoned = inPlace ? std::max(c.counts.send, c.counts.recv) : c.counts.recv;
+  if (dev_.on()) {
+    char* host = staging_.get(poisoned * c.elem);
+    poison(c.type, host, poisoned);
+    upload(recvBase, host, poisoned * c.elem);
+  } else {
+    poison(c.type, recvBase, poisoned);
+  }
   fillInputs(c, inPlace, iter, seed);
   start(c, inPlace, iter);
+  complete("a checked operation");
   std::vector<Segment> want;
   coll_.expected(shape(c, inPlace), &want);
-  return countWrong(c.type, c.exactOp, nranks_, seed, r, want, first);
+  if (!dev_.on()) return countWrong(c.type, c.exactOp, nranks_, seed, r, want, first);
+  const size_t bytes = extent(want) * c.elem;
+  char* host = staging_.get(bytes);
+  download(host, r, bytes);
+  return countWrong(c.type, c.exactOp, nranks_, seed, host, want, first);
 }
 
 // Creates the local communicators when one thread makes them all (no -p).
@@ -340,12 +459,15 @@ void createComms(Sweep& sw) {
   const Options& o = sw.opts;
   if (o.parallelInit) return;
   if (l.nprocs == 1 && o.timeoutSec == 0) {
-    CC_PERF_CHECK(ccCommInitAll(sw.comms.data(), l.nthreads, nullptr));
+    // --gpu: every rank on the same device (the library lets threads of one process share it).
+    std::vector<int> devices(l.nthreads, o.gpu);
+    CC_PERF_CHECK(ccCommInitAll(sw.comms.data(), l.nthreads, o.gpu >= 0 ? devices.data() : nullptr));
     return;
   }
   ccConfig_t config = CC_CONFIG_INITIALIZER;
   config.commName = sw.coll.program;
   if (o.timeoutSec > 0) config.timeout = o.timeoutSec;
+  if (o.gpu >= 0) config.device = o.gpu;
   CC_PERF_CHECK(ccGroupStart());
   for (int t = 0; t < l.nthreads; ++t)
     CC_PERF_CHECK(ccCommInitRankConfig(&sw.comms[t], l.nranks(), sw.dataId, l.globalRank(t), &config));
@@ -371,14 +493,33 @@ int perfMain(int argc, char** argv, const Collective& coll) {
     case ParseStatus::kRun:
       break;
   }
-  if (opts.nGpus != 1) {
-    fprintf(stderr, "%s: -g %d: this build has no GPU path; host ranks are one per thread (use -t)\n", coll.program,
-            opts.nGpus);
-    return 2;
-  }
-  if (opts.graphLaunches != 0) {
-    fprintf(stderr, "%s: -G %d: CUDA graphs need a GPU build\n", coll.program, opts.graphLaunches);
-    return 2;
+  if (opts.gpu >= 0) {
+    if (opts.nGpus != 1) {
+      fprintf(stderr, "%s: -g %d: each rank thread drives one device (-g 1); use -t for more ranks\n", coll.program,
+              opts.nGpus);
+      return 2;
+    }
+    if (opts.graphLaunches != 0) {
+      fprintf(stderr, "%s: -G %d: the perf binaries do not capture CUDA graphs yet\n", coll.program,
+              opts.graphLaunches);
+      return 2;
+    }
+    std::string device;
+    if (!gpu::probe(opts.gpu, &device, &error)) {
+      fprintf(stderr, "%s: --gpu %d: %s\n", coll.program, opts.gpu, error.c_str());
+      return 2;
+    }
+    opts.gpuName = device;
+  } else {
+    if (opts.nGpus != 1) {
+      fprintf(stderr, "%s: -g %d: this build has no GPU path; host ranks are one per thread (use -t)\n", coll.program,
+              opts.nGpus);
+      return 2;
+    }
+    if (opts.graphLaunches != 0) {
+      fprintf(stderr, "%s: -G %d: CUDA graphs need a GPU build\n", coll.program, opts.graphLaunches);
+      return 2;
+    }
   }
 
   PlanCapture::install();

@@ -382,8 +382,10 @@ TEST(PerfOutput, LibraryChoicePerSizeAtInfo) {
 
 TEST(PerfOutput, BadOptionsAreUsageErrors) {
   const std::vector<std::vector<std::string>> bad = {
-      {"-x", "1"}, {"-d", "float128"}, {"-o", "xor"}, {"-b", "1M", "-e", "1K"}, {"-t", "0"}, {"-g", "2"}, {"-b", "12Q"},
-      {"extra"},   {"-a", "7"},        {"--nosuch"}};
+      {"-x", "1"},    {"-d", "float128"}, {"-o", "xor"},  {"-b", "1M", "-e", "1K"},
+      {"-t", "0"},    {"-g", "2"},        {"-b", "12Q"},  {"extra"},
+      {"-a", "7"},    {"--nosuch"},       {"--gpu", "x"}, {"--gpu"},
+      {"--gpu", "-1"}};
   for (const auto& args : bad) {
     std::vector<std::string> argv = {perfBinary("all_reduce_perf")};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -396,12 +398,26 @@ TEST(PerfOutput, BadOptionsAreUsageErrors) {
   RunResult h = runProgram({perfBinary("all_reduce_perf"), "-h"}, {}, kTimeout);
   EXPECT_EQ(h.exitCode, 0);
   for (const char* opt :
-       {"-t,--nthreads",      "-g,--ngpus",   "-b,--minbytes",  "-e,--maxbytes",     "-i,--stepbytes",
-        "-f,--stepfactor",    "-n,--iters",   "-m,--agg_iters", "-w,--warmup_iters", "-N,--run_cycles",
-        "-p,--parallel_init", "-c,--check",   "-o,--op",        "-d,--datatype",     "-r,--root",
-        "-z,--blocking",      "-T,--timeout", "-a,--average",   "-J,--output_file",  "-I,--per_iter_timing",
-        "-h,--help"})
+       {"-t,--nthreads",      "-g,--ngpus",     "-b,--minbytes",  "-e,--maxbytes",     "-i,--stepbytes",
+        "-f,--stepfactor",    "-n,--iters",     "-m,--agg_iters", "-w,--warmup_iters", "-N,--run_cycles",
+        "-p,--parallel_init", "-c,--check",     "-o,--op",        "-d,--datatype",     "-r,--root",
+        "-z,--blocking",      "-T,--timeout",   "-a,--average",   "-J,--output_file",  "-I,--per_iter_timing",
+        "-h,--help",          "--gpu <ordinal>"})
     EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
+}
+
+// --gpu names a device this process cannot use (no CUDA in the build, no driver, or no device
+// 1023): a sentence and status 2 before any rank starts, never a crash.
+TEST(PerfOutput, GpuOptionWithoutThatDeviceIsRefusedWithASentence) {
+  RunResult r =
+      runProgram({perfBinary("all_reduce_perf"), "--gpu", "1023", "-t", "2", "-b", "8", "-e", "8"}, {}, kTimeout);
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("all_reduce_perf: --gpu 1023: "), std::string::npos) << r.err;
+  const bool said = r.err.find("this build has no CUDA") != std::string::npos ||
+                    r.err.find("no usable CUDA device") != std::string::npos ||
+                    r.err.find("CUDA device 1023 does not exist") != std::string::npos;
+  EXPECT_TRUE(said) << r.err;
+  EXPECT_EQ(r.out.find("# Out of bounds"), std::string::npos) << r.out;
 }
 
 // Broken results must show: one flipped bit per result, and operations that do nothing at all

@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# The GPU check (issue 26): on a machine with an NVIDIA GPU, build collcomm with CUDA (or use a
+# build already there), run the GPU tests, measure the device-to-device copy rate for reference and
+# the 8-byte allreduce latency on 1, 2 and 8 ranks (against NCCL's 1-rank latency, through PyTorch,
+# when it is installed), sweep all_reduce/all_gather/reduce_scatter with 2, 4 and 8 thread ranks on
+# one GPU (8 B to 1 GiB), then print a summary. Meant to finish in under 8 minutes on one H100 with
+# 16 cores: no perf run starts after DEADLINE.
+#
+#   bash scripts/gpu_check.sh
+#
+# Environment: BUILD_DIR (build-gpu), GPU_DEVICE (0), JOBS (16), FORCE_BUILD=1 (rebuild even when
+# BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
+# tests, 180), CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
+# RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
+# OUT (the log folder; else ./gpu-check-logs), LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
+# libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
+# libxml2.so.2 but no libxml2-dev: there cmake needs a copy of /usr/include/libxml2 (2.9), by
+# default looked for in build-deps/libxml2 (ignored by git, so it can be carried), or a BUILD_DIR
+# built on another machine at the same path (its binaries hold absolute paths).
+# Every step runs even when an earlier one failed; the exit status is 1 when any failed, 2 when
+# there is no GPU to check.
+set -u
+set -o pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 2
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$ROOT/$BUILD_DIR" ;; esac
+LOG_DIR=${OUT:-./gpu-check-logs}
+mkdir -p "$LOG_DIR" || exit 2
+LOG_DIR=$(cd "$LOG_DIR" && pwd)
+GPU_DEVICE=${GPU_DEVICE:-0}
+JOBS=${JOBS:-16}
+CUDA_ARCHS=${CUDA_ARCHS:-90}
+TEST_TIMEOUT=${TEST_TIMEOUT:-180}
+RANK_COUNTS=${RANK_COUNTS:-2 4 8}
+DEADLINE=${DEADLINE:-470}  # seconds from the start by which the last perf run must end
+export PATH="/usr/local/cuda/bin:$PATH"
+# A build made on another machine may look for libcudart elsewhere (lib or lib64).
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+START=$(date +%s)
+FAILED=()
+
+elapsed() { echo $(($(date +%s) - START)); }
+step() { echo; echo "=== [$(elapsed) s] $*"; }
+failed() {
+  FAILED+=("$1")
+  echo "FAILED: $1"
+}
+
+# ---- 0. Is there a GPU?
+step "GPU (nvidia-smi)"
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  echo "gpu_check: no NVIDIA GPU here: nvidia-smi is not installed. This check needs a machine with an NVIDIA GPU." >&2
+  exit 2
+fi
+if ! nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv \
+  2>&1 | tee "$LOG_DIR/nvidia-smi.log"; then
+  echo "gpu_check: no usable NVIDIA GPU: nvidia-smi failed (above). This check needs a machine with an NVIDIA GPU." >&2
+  exit 2
+fi
+if ! nvidia-smi -L 2>/dev/null | grep -q "^GPU $GPU_DEVICE:"; then
+  echo "gpu_check: GPU $GPU_DEVICE is not in nvidia-smi -L's list (set GPU_DEVICE)." >&2
+  exit 2
+fi
+nvidia-smi >>"$LOG_DIR/nvidia-smi.log" 2>&1
+
+# ---- 1. Build (or use the build that is there)
+PERF="$BUILD_DIR/perf"
+build_usable() {
+  [ -e "$BUILD_DIR/libcollcomm.so" ] && [ -x "$PERF/gpu_copy_bw" ] && [ -x "$PERF/all_reduce_perf" ] &&
+    [ -x "$PERF/all_gather_perf" ] && [ -x "$PERF/reduce_scatter_perf" ] &&
+    "$PERF/all_reduce_perf" --version >/dev/null 2>&1
+}
+step "build ($BUILD_DIR)"
+if [ "${FORCE_BUILD:-0}" != 1 ] && build_usable; then
+  echo "using the CUDA build already in $BUILD_DIR (gpu_copy_bw is there and all_reduce_perf runs);" \
+    "FORCE_BUILD=1 rebuilds"
+else
+  # A build folder configured for another source path (copied from elsewhere) cannot be reused.
+  if [ -f "$BUILD_DIR/CMakeCache.txt" ] &&
+    ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$ROOT" "$BUILD_DIR/CMakeCache.txt"; then
+    echo "$BUILD_DIR was configured for another source folder: starting it afresh"
+    rm -rf "$BUILD_DIR/CMakeCache.txt" "$BUILD_DIR/CMakeFiles"
+  fi
+  launchers=()
+  if command -v ccache >/dev/null 2>&1; then
+    launchers=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+      -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  fi
+  # The lent H100 machine (Ubuntu 24.04) has libxml2.so.2 but not its headers (libxml2-dev):
+  # LIBXML2_INCLUDE_DIR=<a copy of /usr/include/libxml2, version 2.9> builds against the library there
+  # (build-deps/libxml2 when it is there and the system has no headers).
+  deps=()
+  if [ -z "${LIBXML2_INCLUDE_DIR:-}" ] && [ ! -e /usr/include/libxml2/libxml/xmlversion.h ] &&
+    [ -e "$ROOT/build-deps/libxml2/libxml/xmlversion.h" ]; then
+    LIBXML2_INCLUDE_DIR="$ROOT/build-deps/libxml2"
+  fi
+  if [ -n "${LIBXML2_INCLUDE_DIR:-}" ]; then
+    xml_lib=${LIBXML2_LIBRARY:-$(ldconfig -p 2>/dev/null | awk '/libxml2\.so\.2 .*x86-64/ { print $NF; exit }')}
+    deps=(-DLIBXML2_INCLUDE_DIR="$LIBXML2_INCLUDE_DIR" -DLIBXML2_LIBRARY="$xml_lib")
+    echo "libxml2: headers $LIBXML2_INCLUDE_DIR, library $xml_lib"
+  fi
+  configure() {
+    cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLCOMM_CUDA=ON \
+      -DCOLLCOMM_CUDA_ARCHS="$CUDA_ARCHS" "${launchers[@]}" "${deps[@]}" "$@" >>"$LOG_DIR/configure.log" 2>&1
+  }
+  configured=0
+  : >"$LOG_DIR/configure.log"
+  if configure -DCOLLCOMM_BUILD_TESTS=ON; then
+    configured=1
+  elif grep -q "GTest" "$LOG_DIR/configure.log"; then
+    # No GoogleTest on this machine: the library and the perf binaries can still be measured.
+    failed "configure: GoogleTest is not installed, so the GPU tests cannot be built (log: configure.log)"
+    rm -rf "$BUILD_DIR/CMakeCache.txt" "$BUILD_DIR/CMakeFiles"
+    configure -DCOLLCOMM_BUILD_TESTS=OFF && configured=1
+  fi
+  if [ "$configured" != 1 ]; then
+    tail -n 30 "$LOG_DIR/configure.log"
+    if grep -q "Could NOT find LibXml2" "$LOG_DIR/configure.log"; then
+      echo "libxml2's headers are missing here: put a copy of /usr/include/libxml2 (2.9) in build-deps/libxml2" \
+        "(or set LIBXML2_INCLUDE_DIR), or run with a BUILD_DIR built elsewhere at the same path"
+    fi
+    failed "configure with CUDA (log: configure.log)"
+  else
+    # Only the targets the check runs; a target this tree does not define is reported, not fatal.
+    known=$(ninja -C "$BUILD_DIR" -t targets all 2>/dev/null | sed 's/:.*//')
+    targets=()
+    for t in collcomm collcomm_gpu_tests all_reduce_perf all_gather_perf reduce_scatter_perf gpu_copy_bw; do
+      if grep -qx "$t" <<<"$known"; then
+        targets+=("$t")
+      else
+        failed "build: this tree defines no target $t"
+      fi
+    done
+    echo "ninja -j$JOBS ${targets[*]}"
+    if ! ninja -C "$BUILD_DIR" -j"$JOBS" "${targets[@]}" >"$LOG_DIR/build.log" 2>&1; then
+      grep -E "error|FAILED" "$LOG_DIR/build.log" | head -n 30
+      failed "build (log: build.log)"
+    fi
+    tail -n 1 "$LOG_DIR/build.log"
+  fi
+fi
+echo "build step done at $(elapsed) s"
+
+# ---- 2. GPU tests
+step "GPU tests (ctest -L gpu, at most $TEST_TIMEOUT s)"
+TEST_SUMMARY="not run"
+ntests=$(ctest --test-dir "$BUILD_DIR" -N -L gpu 2>/dev/null | sed -n 's/^Total Tests: *//p')
+if [ -n "$ntests" ] && [ "$ntests" != 0 ]; then
+  timeout --kill-after=10 "$TEST_TIMEOUT" ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure --timeout 120 \
+    2>&1 | tee "$LOG_DIR/gpu-tests.log"
+  rc=$?
+  TEST_SUMMARY=$(grep -E "tests passed" "$LOG_DIR/gpu-tests.log" | tail -n 1)
+  [ "$rc" = 124 ] && TEST_SUMMARY="timed out after $TEST_TIMEOUT s (${TEST_SUMMARY:-no summary})"
+  [ "$rc" != 0 ] && failed "GPU tests: ${TEST_SUMMARY:-ctest exit status $rc} (log: gpu-tests.log)"
+elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
+  # ctest knows no gpu tests here (a build copied from another path): run the binary itself.
+  timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/tests/collcomm_gpu_tests" 2>&1 | tee "$LOG_DIR/gpu-tests.log"
+  rc=$?
+  TEST_SUMMARY=$(grep -E "^\[  (PASSED|FAILED)  \]" "$LOG_DIR/gpu-tests.log" | tr '\n' ' ')
+  [ "$rc" = 124 ] && TEST_SUMMARY="timed out after $TEST_TIMEOUT s ($TEST_SUMMARY)"
+  [ "$rc" != 0 ] && failed "GPU tests: ${TEST_SUMMARY:-exit status $rc} (log: gpu-tests.log)"
+else
+  TEST_SUMMARY="none: no test has the label gpu and there is no $BUILD_DIR/tests/collcomm_gpu_tests"
+  failed "GPU tests: $TEST_SUMMARY"
+fi
+
+# ---- 3. Device-to-device copy reference
+step "device-to-device copy rate (gpu_copy_bw, 256 MiB, median of 20)"
+COPY_GBPS=""
+if timeout 60 "$PERF/gpu_copy_bw" --device "$GPU_DEVICE" --bytes $((256 << 20)) --reps 20 2>&1 |
+  tee "$LOG_DIR/copy-bw.log"; then
+  COPY_GBPS=$(sed -n 's/^copy_GBps //p' "$LOG_DIR/copy-bw.log")
+else
+  failed "gpu_copy_bw (log: copy-bw.log)"
+fi
+
+# run_perf <log name> <seconds> <binary> <args...>: the table goes to the log and the screen. Runs
+# share the time left before DEADLINE seconds from the start: a run that would start too late is
+# skipped (and counted as failed), so the check ends in time whatever the library's speed.
+run_perf() {
+  local name=$1 limit=$2 bin=$3
+  shift 3
+  local left=$((DEADLINE - $(elapsed)))
+  if [ "$left" -lt 15 ]; then
+    failed "$bin $* not run: the check's $DEADLINE s were spent"
+    return
+  fi
+  [ "$left" -lt "$limit" ] && limit=$left
+  echo "--- $bin $*"
+  timeout --kill-after=10 "$limit" "$PERF/$bin" "$@" >"$LOG_DIR/$name.log" 2>&1
+  local rc=$?
+  grep -vE "^#  Rank|^# *$" "$LOG_DIR/$name.log"
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    failed "$bin $* timed out after $limit s (log: $name.log)"
+  elif [ "$rc" != 0 ]; then
+    failed "$bin $* exit status $rc (log: $name.log)"
+  fi
+}
+
+# ---- 4. Latency: 8-byte allreduce, back to back (-n 1000 then one synchronize) and one
+# operation then a synchronize (-I 1: p50 of 200).
+step "8-byte allreduce latency: 1, 2 and 8 ranks on GPU $GPU_DEVICE"
+for n in 1 2 8; do
+  run_perf "latency-t$n" 60 all_reduce_perf --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 8 -n 1000 -w 100 -c 1
+  run_perf "latency-sync-t$n" 60 all_reduce_perf --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 8 -n 200 -w 20 -c 1 -I 1
+done
+
+step "NCCL's 1-rank latency (8-byte allreduce): torch.distributed, and ncclAllReduce called directly"
+NCCL_LINE=""
+NCCL_DIRECT=""
+if command -v python3 >/dev/null 2>&1 && python3 -c "import torch, torch.distributed" >/dev/null 2>&1; then
+  GPU_DEVICE=$GPU_DEVICE timeout 180 python3 - >"$LOG_DIR/nccl-latency.log" 2>&1 <<'PY'
+# Back to back: 1000 operations then one synchronize, per-op average, median of 5 runs.
+# One then synchronize: p50 of 200. torch.distributed adds its Python and bookkeeping cost per
+# call; the direct ncclAllReduce (ctypes, into the libnccl.so.2 that PyTorch loads) adds less.
+import ctypes, glob, os, statistics, time
+import torch
+import torch.distributed as dist
+
+dev = int(os.environ["GPU_DEVICE"])
+torch.cuda.set_device(dev)
+
+
+def measure(op, sync):
+    for _ in range(200):
+        op()
+    sync()
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(1000):
+            op()
+        sync()
+        runs.append((time.perf_counter() - t0) / 1000 * 1e6)
+    each = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        op()
+        sync()
+        each.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(runs), statistics.median(each), runs
+
+
+dist.init_process_group("nccl", store=dist.HashStore(), world_size=1, rank=0,
+                        device_id=torch.device("cuda", dev))
+x = torch.ones(2, dtype=torch.float32, device="cuda")  # 8 bytes
+b2b, each, runs = measure(lambda: dist.all_reduce(x), torch.cuda.synchronize)
+v = torch.cuda.nccl.version()
+print("torch", torch.__version__, "NCCL", ".".join(map(str, v)) if isinstance(v, tuple) else v,
+      "on", torch.cuda.get_device_name(dev))
+print("torch.distributed all_reduce: back to back %.2f us (runs: %s); one then synchronize p50 %.2f us"
+      % (b2b, " ".join("%.2f" % t for t in runs), each))
+print("nccl_1rank_us %.2f %.2f" % (b2b, each))
+dist.destroy_process_group()
+
+try:
+    import nvidia
+    libs = [p for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "nccl", "lib", "libnccl.so*"))]
+    nccl = ctypes.CDLL(libs[0] if libs else "libnccl.so.2")
+
+    class UniqueId(ctypes.Structure):
+        _fields_ = [("internal", ctypes.c_char * 128)]
+
+    uid = UniqueId()
+    comm = ctypes.c_void_p()
+    nccl.ncclCommInitRank.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, UniqueId, ctypes.c_int]
+    assert nccl.ncclGetUniqueId(ctypes.byref(uid)) == 0
+    assert nccl.ncclCommInitRank(ctypes.byref(comm), 1, uid, 0) == 0
+    y = torch.empty(2, dtype=torch.float32, device="cuda")
+    stream = torch.cuda.Stream()
+    ar = nccl.ncclAllReduce
+    ar.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                   ctypes.c_void_p, ctypes.c_void_p]
+    args = (x.data_ptr(), y.data_ptr(), 2, 7, 0, comm, stream.cuda_stream)  # ncclFloat32, ncclSum
+    b2b, each, runs = measure(lambda: ar(*args), stream.synchronize)
+    assert y.tolist() == [1.0, 1.0], y.tolist()
+    print("ncclAllReduce via ctypes: back to back %.2f us (runs: %s); one then synchronize p50 %.2f us"
+          % (b2b, " ".join("%.2f" % t for t in runs), each))
+    print("nccl_direct_us %.2f %.2f" % (b2b, each))
+    nccl.ncclCommDestroy(comm)
+except Exception as e:  # the torch.distributed number above stands on its own
+    print("ncclAllReduce via ctypes: not measured:", repr(e))
+PY
+  rc=$?
+  cat "$LOG_DIR/nccl-latency.log"
+  NCCL_LINE=$(sed -n 's/^nccl_1rank_us //p' "$LOG_DIR/nccl-latency.log")
+  NCCL_DIRECT=$(sed -n 's/^nccl_direct_us //p' "$LOG_DIR/nccl-latency.log")
+  [ "$rc" != 0 ] && failed "NCCL latency through PyTorch: exit status $rc (log: nccl-latency.log)"
+else
+  echo "skipped: python3 with torch is not available"
+fi
+
+# ---- 5. Sweeps: 8 B to 128 MiB by factor 4 (checked), then 256 MiB to 1 GiB by factor 2 with
+# fewer iterations (checked with CHECK_LARGE=1: the host writes and compares each GiB).
+large_check=0
+[ "${CHECK_LARGE:-0}" = 1 ] && large_check=1
+for coll in all_reduce all_gather reduce_scatter; do
+  for n in $RANK_COUNTS; do
+    step "${coll}_perf, $n ranks on GPU $GPU_DEVICE"
+    run_perf "${coll}-t$n-small" 60 "${coll}_perf" --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 128M -f 4 -n 20 -w 5 -c 1
+    run_perf "${coll}-t$n-large" 90 "${coll}_perf" --gpu "$GPU_DEVICE" -t "$n" -b 256M -e 1G -f 2 -n 5 -w 2 \
+      -c "$large_check"
+  done
+done
+
+# ---- 6. Summary
+# busbw <log> <bytes>: "out-of-place/in-place" busbw of the row of that size (columns 8 and 12).
+busbw() { awk -v s="$2" '$1 == s && $2 ~ /^[0-9]+$/ { print $8 "/" $12; exit }' "$LOG_DIR/$1.log" 2>/dev/null; }
+# usTime <log>: the out-of-place time of the 8-byte row, and the p50 column where -I 1 added it.
+usTime() {
+  awk '$1 == 8 && $2 ~ /^[0-9]+$/ { if (NF >= 17) print $6 " (p50 " $11 ")"; else print $6; exit }' \
+    "$LOG_DIR/$1.log" 2>/dev/null
+}
+pct() { # pct <ranks> <busbw> -> ranks x busbw as % of the copy rate
+  [ -n "$COPY_GBPS" ] && [ -n "$2" ] && awk -v n="$1" -v b="$2" -v c="$COPY_GBPS" \
+    'BEGIN { if (b + 0 > 0 && c + 0 > 0) printf "%.0f%%", 100 * n * b / c; else print "-" }'
+}
+step "summary (logs: $LOG_DIR)"
+{
+  echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i "$GPU_DEVICE" 2>/dev/null)"
+  echo "build: $BUILD_DIR"
+  echo "GPU tests: $TEST_SUMMARY"
+  echo "device-to-device copy: ${COPY_GBPS:-?} GB/s copied (256 MiB)"
+  echo
+  echo "busbw GB/s (out-of-place/in-place); ranks x out-of-place busbw as % of the copy rate"
+  printf "%-16s %5s %16s %6s %16s %6s\n" collective ranks "256 MiB" "%copy" "1 GiB" "%copy"
+  for coll in all_reduce all_gather reduce_scatter; do
+    for n in $RANK_COUNTS; do
+      b256=$(busbw "${coll}-t$n-large" 268435456)
+      b1g=$(busbw "${coll}-t$n-large" 1073741824)
+      printf "%-16s %5s %16s %6s %16s %6s\n" "$coll" "$n" "${b256:--}" "$(pct "$n" "${b256%%/*}")" "${b1g:--}" \
+        "$(pct "$n" "${b1g%%/*}")"
+    done
+  done
+  echo
+  echo "8-byte allreduce, us per operation: back to back (-n 1000) / one op then synchronize (-I 1)"
+  for n in 1 2 8; do
+    b2b=$(usTime "latency-t$n")
+    each=$(usTime "latency-sync-t$n")
+    printf "  %d rank(s): %s / %s\n" "$n" "${b2b:--}" "${each:--}"
+  done
+  if [ -n "$NCCL_LINE" ]; then
+    read -r nb ne <<<"$NCCL_LINE"
+    echo "  NCCL 1 rank, torch.distributed: $nb / $ne"
+  else
+    echo "  NCCL 1 rank: not measured"
+  fi
+  if [ -n "$NCCL_DIRECT" ]; then
+    read -r nb ne <<<"$NCCL_DIRECT"
+    echo "  NCCL 1 rank, ncclAllReduce called directly: $nb / $ne"
+  fi
+  echo
+  echo "took $(elapsed) s"
+  if [ ${#FAILED[@]} = 0 ]; then
+    echo "RESULT: every step passed"
+  else
+    echo "RESULT: ${#FAILED[@]} step(s) failed:"
+    printf '  - %s\n' "${FAILED[@]}"
+  fi
+} | tee "$LOG_DIR/summary.txt"
+[ ${#FAILED[@]} = 0 ]
