@@ -214,21 +214,20 @@ class CudaExecutor final : public DeviceExecutor {
   }
 
   // A communicator's kernels share its connections' step counters, so they must run one after the
-  // other: the same stream orders them; a new stream first waits for the last launch's.
+  // other: the same stream orders them; a new stream first waits for the last launch's. Where
+  // that cannot be expressed (a stream being captured into a graph waits for nothing outside it;
+  // the last stream was destroyed since) the user's order is the order, as NCCL asks too.
   Status orderAfterLastLaunch(cudaStream_t stream) {
-    if (lastStream_ == stream || !hasLaunched_) {
+    if (!hasLaunched_ || stream == lastStream_) {
       hasLaunched_ = true;
       return kOk;
     }
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     CC_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
-    cudaStreamCaptureStatus lastCapturing = cudaStreamCaptureStatusNone;
-    CC_CUDA_CHECK(cudaStreamIsCapturing(lastStream_, &lastCapturing));
-    // A graph being captured cannot wait for work outside it (nor the other way round): the user's
-    // replays are ordered by the user, as NCCL asks too.
-    if (capturing != cudaStreamCaptureStatusNone || lastCapturing != cudaStreamCaptureStatusNone) return kOk;
-    CC_CUDA_CHECK(cudaEventRecord(orderEvent_, lastStream_));
-    CC_CUDA_CHECK(cudaStreamWaitEvent(stream, orderEvent_, 0));
+    if (capturing != cudaStreamCaptureStatusNone) return kOk;
+    if (cudaEventRecord(orderEvent_, lastStream_) != cudaSuccess ||
+        cudaStreamWaitEvent(stream, orderEvent_, 0) != cudaSuccess)
+      (void)cudaGetLastError();  // not sticky
     return kOk;
   }
 
