@@ -40,7 +40,7 @@ enum class CudaFailReason : uint32_t {
   kNone = 0,
   kAborted,       // the abort flag was raised (ccCommAbort)
   kPeerGone,      // the peer marked its side of the connection kPeerGone
-  kTimeout,       // the wait outlived timeoutCycles
+  kTimeout,       // one wait went timeoutNs without its condition coming true
   kSizeMismatch,  // the peer's step size differs from ours: the ranks made different calls
   kBadStepSize,   // a step holds no element, or an LL step exceeds kMaxLlStepPayload (setup bug)
 };
@@ -77,10 +77,12 @@ struct CudaCollArgs {
   int root;
   int nranks;
   int nthreads;  // threads per block
-  // Waits: the abort flag (nullable; nonzero = abort) is polled in the slow path of every wait;
-  // timeoutCycles (SM clock cycles, 0 = no deadline) bounds each wait from the kernel's start.
+  // Waits: the abort flag (nullable; nonzero = abort) is polled in the slow path of every wait.
+  // timeoutNs (nanoseconds of the GPU's globaltimer, 0 = no deadline) bounds each wait on its
+  // own, from when it first reaches its slow path: a wait fails once its condition has stayed
+  // false that long, so an operation of any length that keeps making progress never times out.
   const volatile uint32_t* abortFlag;
-  uint64_t timeoutCycles;
+  uint64_t timeoutNs;
   CudaKernelStatus* status;  // required
   int nChannels;             // 1..kCudaMaxChannels
   CudaChannelArgs channels[kCudaMaxChannels];

@@ -20,8 +20,14 @@
 // every barrier each thread re-reads `failed` and, once it is set, publishes nothing more (no flag
 // or LL line stores), so a peer never receives a step that a failed thread left half written.
 //
+// Deadline: each wait on its own fails after CudaCollArgs::timeoutNs without its condition coming
+// true, timed with the globaltimer (nanoseconds, the same rate on every GPU and clock setting,
+// unlike clock64's SM cycles) from the wait's first slow-path check. Counting per wait, not from
+// the kernel's start, means a long operation that keeps making progress never times out, while
+// a stuck one fails within timeoutNs plus one check interval.
+//
 // Tier: data path. The slow path (abort flag, peer state, deadline, sibling failure) runs every
-// kPollsPerCheck polls of a wait.
+// kPollsPerCheck polls of a wait; only it reads the globaltimer.
 #pragma once
 
 #include <cuda/atomic>
@@ -47,11 +53,8 @@ class CudaPlatform {
         abortFlag_(args.abortFlag),
         status_(args.status),
         sendStaging_{sendStaging0, sendStaging1},
-        recvStaging_(recvStaging) {
-#if CC_DEVICE_COMPILE  // nvcc's host pass keeps this constructor, where clock64 does not exist
-    if (args.timeoutCycles != 0) deadline_ = clock64() + static_cast<long long>(args.timeoutCycles);
-#endif
-  }
+        recvStaging_(recvStaging),
+        timeoutNs_(args.timeoutNs) {}
 
   __device__ int tid() const { return static_cast<int>(threadIdx.x); }
   __device__ int nthreads() const { return static_cast<int>(blockDim.x); }
@@ -91,9 +94,10 @@ class CudaPlatform {
 
   template <class Pred>
   __device__ bool waitUntil(Pred&& pred, const PeerRef& peer, const char* what) {
+    WaitClock clock;
     for (uint32_t i = 1;; ++i) {
       if (pred()) return true;
-      if (i % kPollsPerCheck == 0 && !healthy(peer, what)) return false;
+      if (i % kPollsPerCheck == 0 && !healthy(peer, what, clock)) return false;
     }
   }
 
@@ -135,8 +139,22 @@ class CudaPlatform {
   }
 
  private:
+  // One wait's deadline: started at its first slow-path check (started = false until then).
+  struct WaitClock {
+    bool started = false;
+    uint64_t since = 0;  // globaltimer at that check
+  };
+
+  // The GPU's nanosecond timer (PTX %globaltimer): the same on every SM, so a comparison of two
+  // reads is meaningful wherever the block runs.
+  __device__ static uint64_t globalTimerNs() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  }
+
   // Slow path of every wait: a sibling thread or another block failed, abort, peer gone, deadline.
-  __device__ bool healthy(const PeerRef& peer, const char* what) {
+  __device__ bool healthy(const PeerRef& peer, const char* what, WaitClock& clock) {
     if (failed()) return false;
     if (*static_cast<volatile uint32_t*>(&status_->code) != 0u) {
       *static_cast<volatile uint32_t*>(blockFailed_) = 1;
@@ -152,9 +170,15 @@ class CudaPlatform {
       fail(ccRemoteError, CudaFailReason::kPeerGone, peer, what);
       return false;
     }
-    if (deadline_ != 0 && clock64() >= deadline_) {
-      fail(ccTimeout, CudaFailReason::kTimeout, peer, what);
-      return false;
+    if (timeoutNs_ != 0) {
+      const uint64_t now = globalTimerNs();
+      if (!clock.started) {
+        clock.started = true;
+        clock.since = now;
+      } else if (now - clock.since >= timeoutNs_) {
+        fail(ccTimeout, CudaFailReason::kTimeout, peer, what);
+        return false;
+      }
     }
     return true;
   }
@@ -162,9 +186,9 @@ class CudaPlatform {
   uint32_t* blockFailed_;
   const volatile uint32_t* abortFlag_;
   CudaKernelStatus* status_;
-  long long deadline_ = 0;  // clock64() value; 0 = none
   void* sendStaging_[2];
   void* recvStaging_;
+  uint64_t timeoutNs_;  // per wait; 0 = none
   int sendFlip_ = 0;
   bool publishing_ = true;
 };
