@@ -26,9 +26,24 @@
 //     Their conversions to and from float are branch-free (dtypes.h), so these loops vectorise;
 //     a Bfloat16 subnormal result needs float subnormals (FTZ set by the application would
 //     flush it);
+//   - a NaN result of Half/Bfloat16/Fp8 arithmetic (sum, product, PreMulSum's product, SumPostDiv's
+//     quotient) is the canonical NaN: every bit but the sign set (0x7fff; 0x7f for fp8), whatever
+//     the operands were (canonicalNan). The GPU's float unit returns 0x7fffffff for every NaN it
+//     computes, while x86 passes an operand's payload on (chosen by operand position) or makes
+//     its own 0xffc00000 (inf - inf, 0 * inf): before this rule Half/Bfloat16 sums and Half
+//     products with a NaN differed between the executors (measured on an H100: 0x7fff on the GPU,
+//     0x7fc1, 0xfe00, ... on the host). The double path (Fp8, Bfloat16 products, SumPostDiv)
+//     agreed on the H100, and takes the same rule so that there is one for every narrow float.
+//     float and double results keep the hardware's NaN bits, which differ between x86 and GPUs;
 //   - min/max on floating types are IEEE 754-2019 minimumNumber/maximumNumber: a NaN operand
-//     yields the other operand (like fminf/fmaxf and __hmin/__hmax) and -0 < +0, so the result
-//     does not depend on operand order.
+//     yields the other operand (like fminf/fmaxf and __hmin/__hmax) and -0 < +0; of two NaNs the
+//     one with the larger payload, the positive one on equal payloads (nanPrefersFirst). The
+//     result is always one operand's bits, unchanged, and it does not depend on operand order,
+//     NaNs included: every executor combines the ranks in its own order (ring direction and
+//     start, rank order). With "the first of two NaNs" as the rule, an H100 ring Reduce returned
+//     another rank's NaN than the host executor, while single calls gave the same bits on both
+//     (so the order differed). minMaxOf has no device-only branch:
+//     nvcc compiles the same source as g++ (no __hmin/__hmax, no conversion of a result).
 #pragma once
 
 #include <cstdint>
@@ -82,12 +97,23 @@ CC_HD CC_FORCE_INLINE bool signBitOf(T x) {
   }
 }
 
+// The canonical NaN, as the GPU's float unit computes it: all bits but the sign set, whatever
+// the operands were (see the banner). Applied to the float/double result of narrow arithmetic
+// before it is rounded to T, whose conversions keep the top payload bits: Half and Bfloat16 get
+// 0x7fff, Fp8E4M3 and Fp8E5M2 0x7f. A select on the bits, so the loops around it still vectorise.
+CC_HD CC_FORCE_INLINE float canonicalNan(float f) {
+  return bitCast<float>(selectBits(f != f, 0x7fffffffu, bitCast<uint32_t>(f)));
+}
+CC_HD CC_FORCE_INLINE double canonicalNan(double d) {
+  return d != d ? bitCast<double>(uint64_t{0x7fffffffffffffffull}) : d;
+}
+
 template <class T>
 CC_HD CC_FORCE_INLINE T addOf(T a, T b) {
   if constexpr (kIsFloatBacked<T>) {
-    return fromFloat<T>(toFloat(a) + toFloat(b));
+    return fromFloat<T>(canonicalNan(toFloat(a) + toFloat(b)));
   } else if constexpr (kIsNarrowFloat<T>) {
-    return fromDouble<T>(toDouble(a) + toDouble(b));
+    return fromDouble<T>(canonicalNan(toDouble(a) + toDouble(b)));
   } else if constexpr (std::is_floating_point_v<T>) {
     return a + b;
   } else {
@@ -98,9 +124,9 @@ CC_HD CC_FORCE_INLINE T addOf(T a, T b) {
 template <class T>
 CC_HD CC_FORCE_INLINE T mulOf(T a, T b) {
   if constexpr (std::is_same_v<T, Half>) {
-    return fromFloat<T>(toFloat(a) * toFloat(b));  // exact: nothing to fuse or round twice
+    return fromFloat<T>(canonicalNan(toFloat(a) * toFloat(b)));  // exact: nothing to fuse or round twice
   } else if constexpr (kIsNarrowFloat<T>) {
-    return fromDouble<T>(toDouble(a) * toDouble(b));
+    return fromDouble<T>(canonicalNan(toDouble(a) * toDouble(b)));
 #if CC_DEVICE_COMPILE
   } else if constexpr (std::is_same_v<T, float>) {
     return __fmul_rn(a, b);
@@ -114,15 +140,30 @@ CC_HD CC_FORCE_INLINE T mulOf(T a, T b) {
   }
 }
 
-// Floating core of minMaxOf: compares the values fa/fb, returns the matching operand a/b.
+// Of two NaNs a and b, whether a is the one to return: the larger payload (so a quiet NaN before
+// a signalling one with the same low bits), the positive one when only the sign differs. A total
+// order on NaN codes, so min/max stay commutative and associative when several ranks hold NaNs.
+template <class T>
+CC_HD CC_FORCE_INLINE bool nanPrefersFirst(T a, T b) {
+  // In T's own width (32 bits for the narrow ones), so that float/double loops still vectorise.
+  using U = std::conditional_t<(sizeof(T) < 4), uint32_t, UintOfSize<sizeof(T)>>;
+  constexpr U kSign = U{1} << (8 * sizeof(T) - 1);
+  const U ua = static_cast<U>(bitCast<UintOfSize<sizeof(T)>>(a));
+  const U ub = static_cast<U>(bitCast<UintOfSize<sizeof(T)>>(b));
+  const U ma = ua & ~kSign, mb = ub & ~kSign;
+  return (ma > mb) | ((ma == mb) & ((ua & kSign) == 0));
+}
+
+// Floating core of minMaxOf: compares the values fa/fb, returns the matching operand a/b. One
+// select of whole operands, the conditions combined without branches, so that loops vectorise.
 template <bool kMax, class F, class T>
 CC_HD CC_FORCE_INLINE T minMaxSelect(F fa, F fb, T a, T b) {
-  if (fb != fb) return a;  // b NaN: a (NaN too when both are)
-  if (fa != fa) return b;
-  if (fa < fb) return kMax ? b : a;
-  if (fb < fa) return kMax ? a : b;
-  // Equal values: only +0 and -0 differ in bits.
-  return (signBitOf(a) != kMax) ? a : b;
+  const bool aNan = fa != fa, bNan = fb != fb;
+  // Two numbers: the smaller (larger) one; equal values differ only as -0 and +0, and -0 < +0.
+  const bool numberA = kMax ? (fb < fa) | ((fa == fb) & !signBitOf(a)) : (fa < fb) | ((fa == fb) & signBitOf(a));
+  // A NaN yields the other operand; of two NaNs, nanPrefersFirst decides.
+  const bool pickA = (bNan & (!aNan | nanPrefersFirst(a, b))) | (!bNan & !aNan & numberA);
+  return pickA ? a : b;
 }
 
 // minimumNumber (kMax = false) / maximumNumber (kMax = true); returns one of the operands.
@@ -209,7 +250,7 @@ struct FuncSumPostDiv {
   CC_HD CC_FORCE_INLINE T preOp(T x) const { return x; }
   CC_HD CC_FORCE_INLINE T postOp(T x) const {
     if constexpr (kIsFloating<T>) {
-      return fromDouble<T>(toDouble(x) / static_cast<double>(divisor_));
+      return fromDouble<T>(canonicalNan(toDouble(x) / static_cast<double>(divisor_)));
     } else if constexpr (std::is_signed_v<T>) {
       return static_cast<T>(static_cast<int64_t>(x) / static_cast<int64_t>(divisor_));
     } else {

@@ -158,6 +158,136 @@ TYPED_TEST(FloatTypes, MinMaxNaNAndSignedZero) {
   EXPECT_SAME(mn.reduce(val<T>(-1e300), val<T>(1)), val<T>(-1e300));
 }
 
+// The exact NaN bits both executors give (reduce_ops.h): min/max return one operand's bits, of
+// two NaNs the larger payload and then the positive one, in either operand order; arithmetic that
+// yields NaN gives the canonical NaN (0x7fff, fp8 0x7f), whatever the payloads. The CUDA kernels
+// compile this same source; an H100 run of the ring kernels once gave 0x7fc0/0xfe00 where the host
+// gave 0x7fff, when of two NaNs the first won and the executors combined ranks in different orders.
+template <class T>
+void expectMinMaxBoth(unsigned a, unsigned b, unsigned want) {
+  using Bits = decltype(T::bits);
+  const T x{static_cast<Bits>(a)}, y{static_cast<Bits>(b)};
+  for (int order = 0; order < 2; ++order) {
+    const T p = order ? y : x, q = order ? x : y;
+    EXPECT_EQ(FuncMin<T>(0).reduce(p, q).bits, want) << std::hex << "min " << unsigned(p.bits) << ", " << q.bits;
+    EXPECT_EQ(FuncMax<T>(0).reduce(p, q).bits, want) << std::hex << "max " << unsigned(p.bits) << ", " << q.bits;
+  }
+}
+
+TEST(NanBits, NarrowMinMaxReturnAnOperandInEitherOrder) {
+  // Half: quiet 0x7e00, all-ones 0x7fff, signalling 0x7c01 / 0x7d00, negative 0xfe00 / 0xffff.
+  expectMinMaxBoth<Half>(0x7fff, 0xfe00, 0x7fff);  // the H100 harness's Reduce case
+  expectMinMaxBoth<Half>(0x7e00, 0xfe00, 0x7e00);  // sign only differs: the positive one
+  expectMinMaxBoth<Half>(0xffff, 0x7e00, 0xffff);  // larger payload wins over the sign
+  expectMinMaxBoth<Half>(0x7c01, 0x7e00, 0x7e00);  // quiet over signalling
+  expectMinMaxBoth<Half>(0x7c01, 0x7d00, 0x7d00);  // two signalling NaNs: larger payload, kept signalling
+  expectMinMaxBoth<Half>(0xfc01, 0x7c01, 0x7c01);
+  expectMinMaxBoth<Half>(0x7d55, 0x7d55, 0x7d55);
+  // A NaN and a number: the number, in either order (quiet or signalling, either sign).
+  for (unsigned nan : {0x7e00u, 0x7fffu, 0x7c01u, 0xfe00u, 0xfd00u}) {
+    expectMinMaxBoth<Half>(nan, 0x3c00, 0x3c00);  // 1
+    expectMinMaxBoth<Half>(nan, 0xfc00, 0xfc00);  // -inf
+    expectMinMaxBoth<Half>(nan, 0x8000, 0x8000);  // -0
+  }
+  // Bfloat16: quiet 0x7fc0, all-ones 0x7fff, signalling 0x7f81 / 0x7fa0, negative 0xffc0.
+  expectMinMaxBoth<Bfloat16>(0x7fff, 0x7fc0, 0x7fff);  // the H100 harness's Reduce case
+  expectMinMaxBoth<Bfloat16>(0x7fc0, 0xffc0, 0x7fc0);
+  expectMinMaxBoth<Bfloat16>(0xffff, 0x7fc0, 0xffff);
+  expectMinMaxBoth<Bfloat16>(0x7f81, 0x7fc0, 0x7fc0);
+  expectMinMaxBoth<Bfloat16>(0x7f81, 0x7fa0, 0x7fa0);
+  expectMinMaxBoth<Bfloat16>(0xff81, 0x7f81, 0x7f81);
+  for (unsigned nan : {0x7fc0u, 0x7fffu, 0x7f81u, 0xffc0u, 0xffa0u}) {
+    expectMinMaxBoth<Bfloat16>(nan, 0x3f80, 0x3f80);
+    expectMinMaxBoth<Bfloat16>(nan, 0x7f80, 0x7f80);  // +inf
+    expectMinMaxBoth<Bfloat16>(nan, 0x0000, 0x0000);
+  }
+  // Fp8: e4m3 has the NaNs 0x7f and 0xff only; e5m2 quiet 0x7e, signalling 0x7d.
+  expectMinMaxBoth<Fp8E4M3>(0xff, 0x7f, 0x7f);
+  expectMinMaxBoth<Fp8E4M3>(0xff, 0x38, 0x38);
+  expectMinMaxBoth<Fp8E5M2>(0x7d, 0x7e, 0x7e);
+  expectMinMaxBoth<Fp8E5M2>(0xff, 0x7e, 0xff);
+  expectMinMaxBoth<Fp8E5M2>(0xfe, 0x7e, 0x7e);
+  expectMinMaxBoth<Fp8E5M2>(0x7d, 0x3c, 0x3c);
+}
+
+// min/max fold a rank's worth of NaN-heavy values to the same bits in any order (commutative and
+// associative, NaNs included), as the ring's chain, the one-shot rank order and the GPU each use
+// their own order.
+template <class T>
+void expectOrderFree(const std::vector<unsigned>& codes) {
+  using Bits = decltype(T::bits);
+  std::vector<T> v;
+  for (unsigned c : codes) v.push_back(T{static_cast<Bits>(c)});
+  auto fold = [&](auto fn, const std::vector<size_t>& order) {
+    T acc = v[order[0]];
+    for (size_t i = 1; i < order.size(); ++i) acc = fn.reduce(acc, v[order[i]]);
+    return acc.bits;
+  };
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto wantMin = fold(FuncMin<T>(0), order), wantMax = fold(FuncMax<T>(0), order);
+  uint64_t state = 12345;
+  for (int round = 0; round < 200; ++round) {
+    for (size_t i = order.size() - 1; i > 0; --i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      std::swap(order[i], order[(state >> 33) % (i + 1)]);
+    }
+    ASSERT_EQ(fold(FuncMin<T>(0), order), wantMin);
+    ASSERT_EQ(fold(FuncMax<T>(0), order), wantMax);
+  }
+}
+
+TEST(NanBits, NarrowMinMaxOfManyRanksIgnoreTheOrder) {
+  expectOrderFree<Half>({0x7fff, 0xfe00, 0x7e00, 0x7c01, 0xffff, 0x7d00});
+  expectOrderFree<Half>({0x7fff, 0xfe00, 0x3c00, 0x7c01, 0xbc00, 0x8000, 0x0000});
+  expectOrderFree<Bfloat16>({0x7fc0, 0x7fff, 0xffc0, 0x7f81, 0xffff});
+  expectOrderFree<Bfloat16>({0x7fc0, 0x7fff, 0x3f80, 0x0000, 0x8000, 0xff80});
+  expectOrderFree<Fp8E4M3>({0x7f, 0xff, 0x7f, 0xff});
+  expectOrderFree<Fp8E5M2>({0x7d, 0x7e, 0xfe, 0xff, 0x7c});
+}
+
+TEST(NanBits, NarrowArithmeticGivesTheCanonicalNan) {
+  // Half: a NaN operand of any payload and sign, signalling or quiet, or inf - inf, 0 * inf.
+  for (unsigned nan : {0x7e00u, 0x7c01u, 0xfe00u, 0xfd55u, 0x7fffu}) {
+    const Half n{static_cast<uint16_t>(nan)};
+    EXPECT_EQ(FuncSum<Half>(0).reduce(n, val<Half>(1)).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncSum<Half>(0).reduce(val<Half>(1), n).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncSum<Half>(0).reduce(n, Half{0xfe00}).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncProd<Half>(0).reduce(n, val<Half>(2)).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncPreMulSum<Half>(scalarOpArg(val<Half>(0.5))).preOp(n).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncPreMulSum<Half>(scalarOpArg(n)).preOp(val<Half>(3)).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncSumPostDiv<Half>(3).postOp(n).bits, 0x7fff) << std::hex << nan;
+  }
+  EXPECT_EQ(FuncSum<Half>(0).reduce(Half{0x7c00}, Half{0xfc00}).bits, 0x7fff);
+  EXPECT_EQ(FuncProd<Half>(0).reduce(Half{0x0000}, Half{0xfc00}).bits, 0x7fff);
+  // Bfloat16.
+  for (unsigned nan : {0x7fc0u, 0x7f81u, 0xffc0u, 0xffa5u, 0x7fffu}) {
+    const Bfloat16 n{static_cast<uint16_t>(nan)};
+    EXPECT_EQ(FuncSum<Bfloat16>(0).reduce(n, val<Bfloat16>(1)).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncSum<Bfloat16>(0).reduce(val<Bfloat16>(1), n).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncSum<Bfloat16>(0).reduce(n, Bfloat16{0xffc0}).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncProd<Bfloat16>(0).reduce(n, val<Bfloat16>(2)).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncPreMulSum<Bfloat16>(scalarOpArg(val<Bfloat16>(0.5))).preOp(n).bits, 0x7fff) << std::hex << nan;
+    EXPECT_EQ(FuncSumPostDiv<Bfloat16>(3).postOp(n).bits, 0x7fff) << std::hex << nan;
+  }
+  EXPECT_EQ(FuncSum<Bfloat16>(0).reduce(Bfloat16{0x7f80}, Bfloat16{0xff80}).bits, 0x7fff);
+  EXPECT_EQ(FuncProd<Bfloat16>(0).reduce(Bfloat16{0x8000}, Bfloat16{0x7f80}).bits, 0x7fff);
+  // Fp8: 0x7f for both formats.
+  for (unsigned nan : {0x7fu, 0xffu}) {
+    const Fp8E4M3 n{static_cast<uint8_t>(nan)};
+    EXPECT_EQ(FuncSum<Fp8E4M3>(0).reduce(n, val<Fp8E4M3>(1)).bits, 0x7f) << std::hex << nan;
+    EXPECT_EQ(FuncProd<Fp8E4M3>(0).reduce(val<Fp8E4M3>(2), n).bits, 0x7f) << std::hex << nan;
+    EXPECT_EQ(FuncSumPostDiv<Fp8E4M3>(2).postOp(n).bits, 0x7f) << std::hex << nan;
+  }
+  for (unsigned nan : {0x7du, 0x7eu, 0xfdu, 0xffu}) {
+    const Fp8E5M2 n{static_cast<uint8_t>(nan)};
+    EXPECT_EQ(FuncSum<Fp8E5M2>(0).reduce(n, val<Fp8E5M2>(1)).bits, 0x7f) << std::hex << nan;
+    EXPECT_EQ(FuncProd<Fp8E5M2>(0).reduce(val<Fp8E5M2>(2), n).bits, 0x7f) << std::hex << nan;
+    EXPECT_EQ(FuncPreMulSum<Fp8E5M2>(scalarOpArg(val<Fp8E5M2>(0.5))).preOp(n).bits, 0x7f) << std::hex << nan;
+  }
+  EXPECT_EQ(FuncSum<Fp8E5M2>(0).reduce(Fp8E5M2{0x7c}, Fp8E5M2{0xfc}).bits, 0x7f);  // inf - inf
+}
+
 TYPED_TEST(FloatTypes, PreMulSumByHalf) {
   using T = TypeParam;
   const FuncPreMulSum<T> f(scalarOpArg(val<T>(0.5)));
