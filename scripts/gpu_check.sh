@@ -36,6 +36,9 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-180}
 RANK_COUNTS=${RANK_COUNTS:-2 4 8}
 DEADLINE=${DEADLINE:-470}  # seconds from the start by which the last perf run must end
 export PATH="/usr/local/cuda/bin:$PATH"
+# Ranks sharing the GPU wait for each other's kernels, each on its own stream: with CUDA's default
+# of 8 hardware queues two streams can share one and a kernel queue behind a spinning peer.
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 # A build made on another machine may look for libcudart elsewhere (lib or lib64).
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 START=$(date +%s)
