@@ -10,7 +10,7 @@
 #
 # Environment: BUILD_DIR (build-gpu), GPU_DEVICE (0), JOBS (16), FORCE_BUILD=1 (rebuild even when
 # BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
-# tests, 180), CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
+# tests, 180), SKIP_NCCL=1 (no NCCL latency through PyTorch), CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
 # RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
 # OUT (the log folder; else ./gpu-check-logs), LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
 # libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
@@ -41,6 +41,8 @@ export PATH="/usr/local/cuda/bin:$PATH"
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 # A build made on another machine may look for libcudart elsewhere (lib or lib64).
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# ... and libcollcomm where its RPATH (the build machine's folder) does not lead.
+export LD_LIBRARY_PATH="$BUILD_DIR:$LD_LIBRARY_PATH"
 START=$(date +%s)
 FAILED=()
 
@@ -213,7 +215,9 @@ done
 step "NCCL's 1-rank latency (8-byte allreduce): torch.distributed, and ncclAllReduce called directly"
 NCCL_LINE=""
 NCCL_DIRECT=""
-if command -v python3 >/dev/null 2>&1 && python3 -c "import torch, torch.distributed" >/dev/null 2>&1; then
+if [ "${SKIP_NCCL:-0}" = 1 ]; then
+  echo "skipped: SKIP_NCCL=1"
+elif command -v python3 >/dev/null 2>&1 && python3 -c "import torch, torch.distributed" >/dev/null 2>&1; then
   GPU_DEVICE=$GPU_DEVICE timeout 180 python3 - >"$LOG_DIR/nccl-latency.log" 2>&1 <<'PY'
 # Back to back: 1000 operations then one synchronize, per-op average, median of 5 runs.
 # One then synchronize: p50 of 200. torch.distributed adds its Python and bookkeeping cost per

@@ -102,8 +102,8 @@ class CudaExecutor final : public DeviceExecutor {
   }
 
   Status launch(const ExecColl& c, ccStream_t userStream) override {
-    if (mappedWords().status.code != 0)
-      return CC_ERROR(static_cast<Status>(mappedWords().status.code),
+    if (const uint32_t code = __atomic_load_n(&mappedWords().status.code, __ATOMIC_ACQUIRE); code != 0)
+      return CC_ERROR(static_cast<Status>(code),
                       "%s on rank %d: an earlier kernel of this communicator failed; destroy or abort it",
                       collName(c.kind), rank_);
     auto* stream = reinterpret_cast<cudaStream_t>(userStream);
