@@ -300,16 +300,22 @@ CC_HD CC_FORCE_INLINE uint32_t halfToFloatBits(uint32_t h) {
 // from 65520 up into the infinity code); below it, adding 0.5 puts the half subnormal's quantum
 // 2^-24 at float's last place, so the float add does the rounding (the current rounding mode:
 // nearest unless the application changed it). NaN: sign, top 10 payload bits, quiet when they
-// are 0 (narrowNan).
+// are 0 (narrowNan); with kCanonicalNan, 0x7fff for every NaN (for results of arithmetic,
+// reduce_ops.h), in the same select.
+template <bool kCanonicalNan = false>
 CC_HD CC_FORCE_INLINE uint16_t halfFromFloatBits(uint32_t u) {
   const uint32_t a = u & 0x7fffffffu;
   const uint32_t normal = (a - (112u << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
   const uint32_t subnormal = bitCast<uint32_t>(bitCast<float>(a) + 0.5f) - 0x3f000000u;
-  const uint32_t payload = (a >> 13) & 0x3ffu;
-  const uint32_t nan = 0x7c00u | selectBits(payload != 0, payload, 0x200u);
   const uint32_t finite = selectBits(a >= 0x38800000u, selectBits(normal < 0x7c00u, normal, 0x7c00u), subnormal);
-  const uint32_t mag = selectBits(a > 0x7f800000u, nan, finite);
-  return static_cast<uint16_t>(((u >> 16) & 0x8000u) | mag);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  if constexpr (kCanonicalNan) {
+    return static_cast<uint16_t>(selectBits(a > 0x7f800000u, 0x7fffu, sign | finite));
+  } else {
+    const uint32_t payload = (a >> 13) & 0x3ffu;
+    const uint32_t nan = 0x7c00u | selectBits(payload != 0, payload, 0x200u);
+    return static_cast<uint16_t>(sign | selectBits(a > 0x7f800000u, nan, finite));
+  }
 }
 
 // Exact for the narrow floats; a plain conversion otherwise.
@@ -359,10 +365,13 @@ CC_HD CC_FORCE_INLINE T fromDouble(double d) {
 // the exponent gives the next binade, or inf past the largest finite), and a NaN keeps its sign
 // and top payload bits (narrowNan). Branch-free, so loops over it vectorise; the same bits as
 // the general path (tests/unit/device/dtypes_test.cc checks every code's neighbourhood).
+// kCanonicalNan: every NaN becomes 0x7fff instead (for results of arithmetic, reduce_ops.h), in
+// the same select, so that the canonical NaN costs nothing extra.
+template <bool kCanonicalNan = false>
 CC_HD CC_FORCE_INLINE uint16_t bfloat16FromFloatBits(uint32_t u) {
   const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   const uint32_t payload = (u >> 16) & 0x7fu;
-  const uint32_t nan = ((u >> 16) & 0xff80u) | (payload != 0 ? payload : 0x40u);
+  const uint32_t nan = kCanonicalNan ? 0x7fffu : ((u >> 16) & 0xff80u) | (payload != 0 ? payload : 0x40u);
   return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 

@@ -28,13 +28,14 @@
 //     flush it);
 //   - a NaN result of Half/Bfloat16/Fp8 arithmetic (sum, product, PreMulSum's product, SumPostDiv's
 //     quotient) is the canonical NaN: every bit but the sign set (0x7fff; 0x7f for fp8), whatever
-//     the operands were (canonicalNan). The GPU's float unit returns 0x7fffffff for every NaN it
-//     computes, while x86 passes an operand's payload on (chosen by operand position) or makes
-//     its own 0xffc00000 (inf - inf, 0 * inf): before this rule Half/Bfloat16 sums and Half
-//     products with a NaN differed between the executors (measured on an H100: 0x7fff on the GPU,
-//     0x7fc1, 0xfe00, ... on the host). The double path (Fp8, Bfloat16 products, SumPostDiv)
-//     agreed on the H100, and takes the same rule so that there is one for every narrow float.
-//     float and double results keep the hardware's NaN bits, which differ between x86 and GPUs;
+//     the operands were (fromFloatResult, canonicalNan). The GPU's float unit returns 0x7fffffff
+//     for every NaN it computes, while x86 passes an operand's payload on (chosen by operand
+//     position) or makes its own 0xffc00000 (inf - inf, 0 * inf): before this rule Half/Bfloat16
+//     sums and Half products with a NaN differed between the executors (measured on an H100:
+//     0x7fff on the GPU, 0x7fc1, 0xfe00, ... on the host). The double path (Fp8, Bfloat16
+//     products, SumPostDiv) agreed on the H100, and takes the same rule so that there is one for
+//     every narrow float. float and double results keep the hardware's NaN bits, which differ
+//     between x86 and GPUs;
 //   - min/max on floating types are IEEE 754-2019 minimumNumber/maximumNumber: a NaN operand
 //     yields the other operand (like fminf/fmaxf and __hmin/__hmax) and -0 < +0; of two NaNs the
 //     one with the larger payload, the positive one on equal payloads (nanPrefersFirst). The
@@ -42,8 +43,8 @@
 //     NaNs included: every executor combines the ranks in its own order (ring direction and
 //     start, rank order). With "the first of two NaNs" as the rule, an H100 ring Reduce returned
 //     another rank's NaN than the host executor, while single calls gave the same bits on both
-//     (so the order differed). minMaxOf has no device-only branch:
-//     nvcc compiles the same source as g++ (no __hmin/__hmax, no conversion of a result).
+//     (so the order differed). minMaxOf has no device-only branch: nvcc compiles the same
+//     source as g++ (no __hmin/__hmax, no conversion of a result).
 #pragma once
 
 #include <cstdint>
@@ -98,20 +99,30 @@ CC_HD CC_FORCE_INLINE bool signBitOf(T x) {
 }
 
 // The canonical NaN, as the GPU's float unit computes it: all bits but the sign set, whatever
-// the operands were (see the banner). Applied to the float/double result of narrow arithmetic
-// before it is rounded to T, whose conversions keep the top payload bits: Half and Bfloat16 get
-// 0x7fff, Fp8E4M3 and Fp8E5M2 0x7f. A select on the bits, so the loops around it still vectorise.
-CC_HD CC_FORCE_INLINE float canonicalNan(float f) {
-  return bitCast<float>(selectBits(f != f, 0x7fffffffu, bitCast<uint32_t>(f)));
-}
+// the operands were (see the banner). Applied to the double result of narrow arithmetic before
+// it is rounded to T, whose conversion keeps the top payload bits: Half and Bfloat16 get 0x7fff,
+// Fp8E4M3 and Fp8E5M2 0x7f. Float results get it from fromFloatResult.
 CC_HD CC_FORCE_INLINE double canonicalNan(double d) {
   return d != d ? bitCast<double>(uint64_t{0x7fffffffffffffffull}) : d;
+}
+
+// T from the float result of arithmetic on the float-backed T: rounded as fromFloat does, but a
+// NaN is the canonical one (0x7fff), made in the conversion's own NaN select (dtypes.h,
+// kCanonicalNan), so that the sum loops do no extra work.
+template <class T>
+CC_HD CC_FORCE_INLINE T fromFloatResult(float f) {
+  static_assert(kIsFloatBacked<T>);
+  if constexpr (std::is_same_v<T, Bfloat16>) {
+    return T{bfloat16FromFloatBits<true>(bitCast<uint32_t>(f))};
+  } else {
+    return T{halfFromFloatBits<true>(bitCast<uint32_t>(f))};
+  }
 }
 
 template <class T>
 CC_HD CC_FORCE_INLINE T addOf(T a, T b) {
   if constexpr (kIsFloatBacked<T>) {
-    return fromFloat<T>(canonicalNan(toFloat(a) + toFloat(b)));
+    return fromFloatResult<T>(toFloat(a) + toFloat(b));
   } else if constexpr (kIsNarrowFloat<T>) {
     return fromDouble<T>(canonicalNan(toDouble(a) + toDouble(b)));
   } else if constexpr (std::is_floating_point_v<T>) {
@@ -124,7 +135,7 @@ CC_HD CC_FORCE_INLINE T addOf(T a, T b) {
 template <class T>
 CC_HD CC_FORCE_INLINE T mulOf(T a, T b) {
   if constexpr (std::is_same_v<T, Half>) {
-    return fromFloat<T>(canonicalNan(toFloat(a) * toFloat(b)));  // exact: nothing to fuse or round twice
+    return fromFloatResult<T>(toFloat(a) * toFloat(b));  // exact: nothing to fuse or round twice
   } else if constexpr (kIsNarrowFloat<T>) {
     return fromDouble<T>(canonicalNan(toDouble(a) * toDouble(b)));
 #if CC_DEVICE_COMPILE
