@@ -67,7 +67,9 @@ Status initAll(ccComm** comms, int ndev, const int* devlist) {
   Status s = kOk;
   int queued = 0;
   for (; queued < ndev && isOk(s); ++queued) {
-    ccComm* c = newComm(ndev, queued, cfg);
+    CommConfig rankCfg = cfg;
+    if (devlist != nullptr) rankCfg.device = devlist[queued];
+    ccComm* c = newComm(ndev, queued, rankCfg);
     s = groupQueueInit(c, &comms[queued], [c, id] { return commSetup(c, id); });
     if (isOk(s)) comms[queued] = c;
     else commFree(c);

@@ -79,7 +79,7 @@ void spans(Coll c, size_t count, int n, size_t* sendCount, size_t* recvCount) {
 // PreMulSum op is each communicator's own).
 ccResult_t runGroup(Coll c, const std::vector<ccComm_t>& comms, const std::vector<const void*>& send,
                     const std::vector<void*>& recv, size_t count, ccDataType_t t, const std::vector<ccRedOp_t>& ops,
-                    int root, const std::vector<cudaStream_t>* streams) {
+                    int root, const std::vector<cudaStream_t>* streams, std::string* why) {
   ccGroupStart();
   ccResult_t first = ccSuccess;
   for (size_t r = 0; r < comms.size(); ++r) {
@@ -92,9 +92,13 @@ ccResult_t runGroup(Coll c, const std::vector<ccComm_t>& comms, const std::vecto
       case Coll::kAllGather: res = ccAllGather(send[r], recv[r], count, t, comms[r], s); break;
       case Coll::kReduceScatter: res = ccReduceScatter(send[r], recv[r], count, t, ops[r], comms[r], s); break;
     }
-    if (first == ccSuccess) first = res;
+    if (first == ccSuccess && res != ccSuccess) {
+      first = res;
+      *why = ccGetLastError(comms[r]);
+    }
   }
   const ccResult_t end = ccGroupEnd();
+  if (first == ccSuccess && end != ccSuccess) *why = ccGetLastError(nullptr);
   return first != ccSuccess ? first : end;
 }
 
@@ -107,6 +111,14 @@ class Pair {
     if (!ok_) {
       error_ = ccGetLastError(nullptr);
       return;
+    }
+    for (ccComm_t c : gpu_) {
+      int device = -1;
+      if (ccCommDevice(c, &device) != ccSuccess || device != 0) {
+        ok_ = false;
+        error_ = "ccCommInitAll with devlist {0, ...} made a communicator on device " + std::to_string(device);
+        return;
+      }
     }
     ok_ = ccCommInitAll(host_.data(), n, nullptr) == ccSuccess;
     for (auto& s : streams_) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -172,8 +184,9 @@ class Pair {
         hr[r] = hostRecv[r].data();
       }
     }
-    if (runGroup(c, host_, hs, hr, count, t, hostOps, root, nullptr) != ccSuccess)
-      return std::string("host oracle failed: ") + ccGetLastError(nullptr);
+    std::string why;
+    if (runGroup(c, host_, hs, hr, count, t, hostOps, root, nullptr, &why) != ccSuccess)
+      return "host oracle failed: " + why;
     // GPU.
     std::vector<void*> dsend(n_, nullptr), drecv(n_, nullptr);
     std::vector<const void*> gs(n_);
@@ -193,8 +206,8 @@ class Pair {
         gr[r] = drecv[r];
       }
     }
-    if (failure.empty() && runGroup(c, gpu_, gs, gr, count, t, gpuOps, root, &streams_) != ccSuccess)
-      failure = std::string("GPU enqueue failed: ") + ccGetLastError(nullptr);
+    if (failure.empty() && runGroup(c, gpu_, gs, gr, count, t, gpuOps, root, &streams_, &why) != ccSuccess)
+      failure = "GPU enqueue failed: " + why;
     for (int r = 0; r < n_ && failure.empty(); ++r)
       if (cudaStreamSynchronize(streams_[r]) != cudaSuccess) failure = "cudaStreamSynchronize failed";
     for (int r = 0; r < n_ && failure.empty(); ++r) {
@@ -336,9 +349,13 @@ TEST(GpuComm, GraphCaptureReplays) {
       CUDA_OK(cudaMalloc(&buf[r], count * sizeof(float)));
     }
     for (int r = 0; r < n; ++r) CUDA_OK(cudaStreamBeginCapture(streams[r], cudaStreamCaptureModeRelaxed));
+    // No assertion between start and end: a test that left its group open would leave the next
+    // test's calls queued in it.
     CC_OK(ccGroupStart());
-    for (int r = 0; r < n; ++r) CC_OK(ccAllReduce(buf[r], buf[r], count, ccFloat32, ccSum, comms[r], streams[r]));
+    std::vector<ccResult_t> queued(n);
+    for (int r = 0; r < n; ++r) queued[r] = ccAllReduce(buf[r], buf[r], count, ccFloat32, ccSum, comms[r], streams[r]);
     CC_OK(ccGroupEnd());
+    for (int r = 0; r < n; ++r) ASSERT_EQ(queued[r], ccSuccess) << ccGetLastError(comms[r]);
     std::vector<cudaGraph_t> graphs(n);
     std::vector<cudaGraphExec_t> execs(n);
     for (int r = 0; r < n; ++r) {
