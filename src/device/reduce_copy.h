@@ -8,6 +8,7 @@
 
 #include "common/host_device.h"
 #include "device/dtypes.h"
+#include "device/reduce_copy_packs.h"
 #include "device/reduce_ops.h"
 
 // The host compiles the element loop once per vector level and picks one at run time
@@ -20,29 +21,6 @@
 #endif
 
 namespace collcomm::detail {
-
-// Host buffers may be misaligned, even within an element (the user's pointer plus any byte
-// offset), so host code moves elements with memcpy; gcc turns it into plain (vector) moves.
-// Device buffers are element-aligned.
-template <class T>
-CC_HD CC_FORCE_INLINE T loadElem(const T* p, size_t i) {
-#if CC_DEVICE_COMPILE
-  return p[i];
-#else
-  T v;
-  __builtin_memcpy(&v, reinterpret_cast<const char*>(p) + i * sizeof(T), sizeof(T));
-  return v;
-#endif
-}
-
-template <class T>
-CC_HD CC_FORCE_INLINE void storeElem(T* p, size_t i, T v) {
-#if CC_DEVICE_COMPILE
-  p[i] = v;
-#else
-  __builtin_memcpy(reinterpret_cast<char*>(p) + i * sizeof(T), &v, sizeof(T));
-#endif
-}
 
 // The elements [begin, end) with stride step, every choice fixed at compile time so that the host
 // loop (step 1) has no branches left and vectorises.
@@ -105,20 +83,67 @@ CC_HD CC_FORCE_INLINE void reduceCopyLoopAtLevel(const Fn& fn, size_t begin, siz
   reduceCopyLoop<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, end, step, src0, src1, dst0, dst1);
 }
 
-template <bool kPre0, bool kPre1, bool kPost, class Fn, class T>
+// The loop for one choice of flags: kPacked, the device's (reduceCopyPacked: begin is the thread's
+// index, end the element count, step the thread count); otherwise the host's contiguous chunk.
+template <bool kPacked, bool kSrc1, bool kPre0, bool kPre1, bool kPost, bool kDst1, class Fn, class T>
+CC_HD CC_FORCE_INLINE void reduceCopyLoopOf(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0,
+                                            const T* src1, T* dst0, T* dst1) {
+  if constexpr (kPacked) {
+    reduceCopyPacked<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, step, end, src0, src1, dst0, dst1);
+  } else {
+    reduceCopyLoopAtLevel<kSrc1, kPre0, kPre1, kPost, kDst1>(fn, begin, end, step, src0, src1, dst0, dst1);
+  }
+}
+
+template <bool kPacked, bool kPre0, bool kPre1, bool kPost, class Fn, class T>
 CC_HD void reduceCopyPointers(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0, const T* src1,
                               T* dst0, T* dst1) {
   if (src1 != nullptr) {
     if (dst1 != nullptr) {
-      reduceCopyLoopAtLevel<true, kPre0, kPre1, kPost, true>(fn, begin, end, step, src0, src1, dst0, dst1);
+      reduceCopyLoopOf<kPacked, true, kPre0, kPre1, kPost, true>(fn, begin, end, step, src0, src1, dst0, dst1);
     } else {
-      reduceCopyLoopAtLevel<true, kPre0, kPre1, kPost, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+      reduceCopyLoopOf<kPacked, true, kPre0, kPre1, kPost, false>(fn, begin, end, step, src0, src1, dst0, dst1);
     }
   } else if (dst1 != nullptr) {
-    reduceCopyLoopAtLevel<false, kPre0, false, kPost, true>(fn, begin, end, step, src0, src1, dst0, dst1);
+    reduceCopyLoopOf<kPacked, false, kPre0, false, kPost, true>(fn, begin, end, step, src0, src1, dst0, dst1);
   } else {
-    reduceCopyLoopAtLevel<false, kPre0, false, kPost, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    reduceCopyLoopOf<kPacked, false, kPre0, false, kPost, false>(fn, begin, end, step, src0, src1, dst0, dst1);
   }
+}
+
+// One instantiation per choice of the (normalised) flags; those a functor lacks are compile-time
+// false, so their cases collapse onto one.
+template <bool kPacked, class Fn, class T>
+CC_HD CC_FORCE_INLINE void reduceCopyFlags(const Fn& fn, size_t begin, size_t end, size_t step, const T* src0,
+                                           bool preOp0, const T* src1, bool preOp1, T* dst0, T* dst1, bool postOp) {
+  constexpr bool kPre = Fn::kHasPreOp;
+  constexpr bool kPost = Fn::kHasPostOp;
+  // clang-format off
+  switch ((preOp0 ? 1 : 0) | (preOp1 ? 2 : 0) | (postOp ? 4 : 0)) {
+    case 0: return reduceCopyPointers<kPacked, false, false, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 1: return reduceCopyPointers<kPacked, kPre, false, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 2: return reduceCopyPointers<kPacked, false, kPre, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 3: return reduceCopyPointers<kPacked, kPre, kPre, false>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 4: return reduceCopyPointers<kPacked, false, false, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 5: return reduceCopyPointers<kPacked, kPre, false, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
+    case 6: return reduceCopyPointers<kPacked, false, kPre, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
+    default: return reduceCopyPointers<kPacked, kPre, kPre, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
+  }
+  // clang-format on
+}
+
+// reduceCopy as the device runs it (below), callable on the host so that tests run the device's
+// thread-to-element map: thread tid takes elements and 16-byte packs strided by nthreads
+// (reduceCopyPacked). Same contract as reduceCopy, except that buffers must be element-aligned.
+template <class Fn, class T>
+CC_HD void reduceCopyDevice(const Fn& fn, int tid, int nthreads, size_t n, const T* src0, bool preOp0,
+                            const std::type_identity_t<T>* src1, bool preOp1, std::type_identity_t<T>* dst0,
+                            std::type_identity_t<T>* dst1, bool postOp) {
+  preOp0 = preOp0 && Fn::kHasPreOp;
+  preOp1 = preOp1 && Fn::kHasPreOp && src1 != nullptr;
+  postOp = postOp && Fn::kHasPostOp;
+  reduceCopyFlags<true>(fn, static_cast<size_t>(tid), n, static_cast<size_t>(nthreads), src0, preOp0, src1, preOp1,
+                        dst0, dst1, postOp);
 }
 
 // dst0[i] (and dst1[i]) = postOp?(reduce(preOp0?(src0[i]), preOp1?(src1[i]))) for i in [0, n),
@@ -126,8 +151,9 @@ CC_HD void reduceCopyPointers(const Fn& fn, size_t begin, size_t end, size_t ste
 // hooks to apply; they are ignored when the functor has no such hook.
 //
 // Threads: the nthreads callers (tid 0..nthreads-1, same arguments) together write every element
-// once; which thread gets which element is unspecified: strided by tid on the device (coalesced),
-// contiguous per-thread chunks on the host (cache lines not shared, loop vectorisable). Callers
+// once; which thread gets which element is unspecified: 16-byte packs strided by tid on the
+// device where the pointers allow (coalesced vector moves, reduceCopyPacked), contiguous
+// per-thread chunks on the host (cache lines not shared, loop vectorisable). Callers
 // synchronise the threads before reading the result.
 // Aliasing: a destination may be the same pointer as a source (in place); no other overlap.
 // Alignment: element-aligned on the device; any byte address on the host.
@@ -137,22 +163,19 @@ template <class Fn, class T>
 CC_HD void reduceCopy(const Fn& fn, int tid, int nthreads, size_t n, const T* src0, bool preOp0,
                       const std::type_identity_t<T>* src1, bool preOp1, std::type_identity_t<T>* dst0,
                       std::type_identity_t<T>* dst1, bool postOp) {
+#if CC_DEVICE_COMPILE
+  reduceCopyDevice(fn, tid, nthreads, n, src0, preOp0, src1, preOp1, dst0, dst1, postOp);
+#else
   preOp0 = preOp0 && Fn::kHasPreOp;
   preOp1 = preOp1 && Fn::kHasPreOp && src1 != nullptr;
   postOp = postOp && Fn::kHasPostOp;
 
-#if CC_DEVICE_COMPILE
-  const size_t begin = static_cast<size_t>(tid);
-  const size_t end = n;
-  const size_t step = static_cast<size_t>(nthreads);
-#else
   // Chunks rounded up to 64 bytes' worth of elements so that threads seldom share a cache line.
   constexpr size_t kGrain = sizeof(T) >= 64 ? 1 : 64 / sizeof(T);
   const size_t perThread = (n + nthreads - 1) / nthreads;
   const size_t chunk = (perThread + kGrain - 1) / kGrain * kGrain;
   const size_t begin = chunk * tid < n ? chunk * tid : n;
   const size_t end = n - begin < chunk ? n : begin + chunk;
-  const size_t step = 1;
   if (begin == end) return;
 
   if (src1 == nullptr && !preOp0 && !postOp) {
@@ -164,23 +187,8 @@ CC_HD void reduceCopy(const Fn& fn, int tid, int nthreads, size_t n, const T* sr
     }
     return;
   }
+  reduceCopyFlags<false>(fn, begin, end, 1, src0, preOp0, src1, preOp1, dst0, dst1, postOp);
 #endif
-
-  // Flags a functor lacks are compile-time false: those cases collapse onto one instantiation.
-  constexpr bool kPre = Fn::kHasPreOp;
-  constexpr bool kPost = Fn::kHasPostOp;
-  // clang-format off
-  switch ((preOp0 ? 1 : 0) | (preOp1 ? 2 : 0) | (postOp ? 4 : 0)) {
-    case 0: return reduceCopyPointers<false, false, false>(fn, begin, end, step, src0, src1, dst0, dst1);
-    case 1: return reduceCopyPointers<kPre, false, false>(fn, begin, end, step, src0, src1, dst0, dst1);
-    case 2: return reduceCopyPointers<false, kPre, false>(fn, begin, end, step, src0, src1, dst0, dst1);
-    case 3: return reduceCopyPointers<kPre, kPre, false>(fn, begin, end, step, src0, src1, dst0, dst1);
-    case 4: return reduceCopyPointers<false, false, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
-    case 5: return reduceCopyPointers<kPre, false, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
-    case 6: return reduceCopyPointers<false, kPre, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
-    default: return reduceCopyPointers<kPre, kPre, kPost>(fn, begin, end, step, src0, src1, dst0, dst1);
-  }
-  // clang-format on
 }
 
 }  // namespace collcomm::detail
