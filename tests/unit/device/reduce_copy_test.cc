@@ -70,6 +70,28 @@ struct Case {
   int nthreads;
 };
 
+// Byte offsets of the four buffers from their allocation's alignment.
+struct Offsets {
+  size_t src0, src1, dst0, dst1;
+};
+
+// The case for a length, offsets, a bit per flag (pre0, pre1, post, src1, dst1, in place) and a
+// thread count.
+Case caseOf(size_t n, const Offsets& o, int flags, int nthreads) {
+  return Case{n,
+              o.src0,
+              o.src1,
+              o.dst0,
+              o.dst1,
+              (flags & 1) != 0,
+              (flags & 2) != 0,
+              (flags & 4) != 0,
+              (flags & 8) != 0,
+              (flags & 16) != 0,
+              (flags & 32) != 0,
+              nthreads};
+}
+
 // kDevice: reduceCopyDevice (the device's thread-to-element map and packs) instead of reduceCopy.
 template <bool kDevice, class Fn, class T>
 void runCase(const Fn& fn, const Case& c) {
@@ -127,26 +149,12 @@ class LevelScope {
 
 template <class Fn, class T>
 void sweepAtLevel(const Fn& fn) {
-  struct Offsets {
-    size_t src0, src1, dst0, dst1;
-  };
   const Offsets offsets[] = {{0, 0, 0, 0}, {1, 1, 1, 1}, {1, 0, 3, 2}};
   for (size_t n : {0, 1, 7, 1000})
     for (const Offsets& o : offsets)
       for (int flags = 0; flags < 64; ++flags)
         for (int nthreads : {1, 3}) {
-          const Case c{n,
-                       o.src0,
-                       o.src1,
-                       o.dst0,
-                       o.dst1,
-                       (flags & 1) != 0,
-                       (flags & 2) != 0,
-                       (flags & 4) != 0,
-                       (flags & 8) != 0,
-                       (flags & 16) != 0,
-                       (flags & 32) != 0,
-                       nthreads};
+          const Case c = caseOf(n, o, flags, nthreads);
           runCase<false, Fn, T>(fn, c);
           if (::testing::Test::HasFatalFailure()) return;
         }
@@ -168,27 +176,13 @@ void sweep(const Fn& fn) {
 // and a scalar tail, for one thread, a few, and a warp.
 template <class Fn, class T>
 void sweepDevice(const Fn& fn) {
-  struct Offsets {
-    size_t src0, src1, dst0, dst1;
-  };
   constexpr size_t s = sizeof(T);
   const Offsets offsets[] = {{0, 0, 0, 0}, {s, s, s, s}, {16 - s, 16 - s, 16 - s, 16 - s}, {0, s, 0, 0}, {0, 0, 0, s}};
   for (size_t n : {size_t{0}, size_t{1}, size_t{7}, 16 / s + 1, size_t{1000}, size_t{4099}})
     for (const Offsets& o : offsets)
       for (int flags = 0; flags < 64; ++flags)
         for (int nthreads : {1, 3, 32}) {
-          const Case c{n,
-                       o.src0,
-                       o.src1,
-                       o.dst0,
-                       o.dst1,
-                       (flags & 1) != 0,
-                       (flags & 2) != 0,
-                       (flags & 4) != 0,
-                       (flags & 8) != 0,
-                       (flags & 16) != 0,
-                       (flags & 32) != 0,
-                       nthreads};
+          const Case c = caseOf(n, o, flags, nthreads);
           runCase<true, Fn, T>(fn, c);
           if (::testing::Test::HasFatalFailure()) return;
         }
