@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 
 #include "device/executor.h"
 #include "transport/transport.h"
@@ -44,6 +45,24 @@ class CudaFifoMemory final : public FifoMemory {
   CudaBlock* block_;
 };
 
+// One non-blocking stream per device for clearing FIFOs, made once and kept for the process: a
+// stream per FIFO made hundreds per communicator, and every stream made moves the round-robin
+// that maps streams onto the device's hardware queues (where two ranks' streams sharing a queue
+// would order one rank's kernels behind the other's).
+cudaError_t setupStream(int device, cudaStream_t* out) {
+  constexpr int kMaxDevices = 64;
+  static std::mutex mu;
+  static cudaStream_t streams[kMaxDevices] = {};
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  std::lock_guard<std::mutex> lock(mu);
+  if (streams[device] == nullptr) {
+    const cudaError_t err = cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking);
+    if (err != cudaSuccess) return err;
+  }
+  *out = streams[device];
+  return cudaSuccess;
+}
+
 bool cudaCanConnect(const PeerInfo& self, const PeerInfo& peer) {
   return self.device >= 0 && peer.device >= 0 && self.processToken == peer.processToken;
 }
@@ -76,10 +95,9 @@ Status cudaCreateFifo(const FifoLayout& layout, const PeerInfo& self, const Peer
     // On a stream of its own: a blocking memset would wait for every kernel on the device,
     // including other communicators' kernels spinning on their peers.
     cudaStream_t stream = nullptr;
-    err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    err = setupStream(self.device, &stream);
     if (err == cudaSuccess) err = cudaMemsetAsync(block->base, 0, bytes, stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
-    if (stream != nullptr) (void)cudaStreamDestroy(stream);
   }
   if (err != cudaSuccess) {
     block->refs.store(1);
