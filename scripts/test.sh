@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# Quick start, tests (and what CI runs): install what is needed, build, run the whole suite; then
-# the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer; build the library with
-# its CUDA executor, every kernel for the supported architectures and the GPU tests (which skip
-# where there is no GPU); and
+# Quick start, tests (and what CI runs): install what is needed, build (with the CUDA executor,
+# every kernel for the supported architectures, where nvcc is found), run the whole suite (the GPU
+# tests skip where there is no GPU); then the same suite built with AddressSanitizer +
+# UndefinedBehaviorSanitizer (without CUDA); and
 # fuzz the topology loader briefly; the PyTorch backend (python/ci.sh). SKIP_SANITIZERS=1, SKIP_FUZZ=1,
 # SKIP_CUDA=1 or SKIP_TORCH=1 leave those stages out (for a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 
-echo "== build and test (RelWithDebInfo)"
-BUILD_DIR=build bash scripts/build.sh -DCOLLCOMM_CUDA=OFF
+# With nvcc (and SKIP_CUDA unset) the main build has the CUDA executor: every kernel compiled for
+# sm_80 and sm_90, the library linked with it, and the GPU tests in the suite (they skip without a
+# GPU). One build for both keeps the library's sources compiled once; the sanitizer build below is
+# the one without CUDA (cuda_absent.cc and the host-only refusals).
+cuda=OFF
+if [ "${SKIP_CUDA:-0}" != 1 ] && { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
+  cuda=ON
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+echo "== build and test (RelWithDebInfo, CUDA executor: $cuda)"
+BUILD_DIR=build bash scripts/build.sh -DCOLLCOMM_CUDA=$cuda
 ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 600
 
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
@@ -29,17 +38,6 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
     tests/fixtures/topologies 2>&1 | tail -n 15
 fi
 
-if [ "${SKIP_CUDA:-0}" != 1 ]; then
-  if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
-    echo "== CUDA build: every kernel (sm_80, sm_90), the library with its CUDA executor, the GPU tests"
-    export PATH="/usr/local/cuda/bin:$PATH"
-    TARGETS="collcomm collcomm_gpu_tests all_reduce_perf" BUILD_DIR=build-cuda bash scripts/build.sh -DCOLLCOMM_CUDA=ON
-    # Without a GPU they skip, saying why; on a machine with one they run (scripts/gpu_check.sh).
-    ctest --test-dir build-cuda -L gpu --output-on-failure --timeout 900
-  else
-    echo "== CUDA kernels: SKIPPED (no nvcc on this machine)"
-  fi
-fi
 if [ "${SKIP_TORCH:-0}" != 1 ]; then
   echo "== PyTorch backend: install torch==2.11.0 and collcomm_torch, run its tests (python/ci.sh)"
   bash python/ci.sh
