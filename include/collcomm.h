@@ -150,6 +150,14 @@ ccResult_t ccCommDestroy(ccComm_t comm);
 /* Stops everything in flight, from any thread and any state (an init in progress included), and
  * frees the communicator. */
 ccResult_t ccCommAbort(ccComm_t comm);
+/* Stops the communicator's operations without freeing it, from any thread at any time (also while
+ * another thread is inside one of its calls): operations in flight end within milliseconds and
+ * later ones are refused, all with ccInvalidUsage; the handle stays valid (ccGetLastError,
+ * ccCommGetAsyncError, ccCommCount...) until ccCommDestroy or ccCommAbort frees it. Local: peers
+ * learn of it when an operation of theirs waits on this rank and it is stopped or freed.
+ * revokeFlags: CC_REVOKE_DEFAULT (no other flag is defined). */
+#define CC_REVOKE_DEFAULT 0
+ccResult_t ccCommRevoke(ccComm_t comm, int revokeFlags);
 /* *asyncError: ccInProgress while the communicator's queued work runs, then ccSuccess or the first
  * failure (described by ccGetLastError(comm)). */
 ccResult_t ccCommGetAsyncError(ccComm_t comm, ccResult_t* asyncError);

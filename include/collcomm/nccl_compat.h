@@ -114,6 +114,8 @@ static inline ncclResult_t ncclGetVersion(int* version) {
 #define ncclCommFinalize ccCommFinalize
 #define ncclCommDestroy ccCommDestroy
 #define ncclCommAbort ccCommAbort
+#define ncclCommRevoke ccCommRevoke
+#define NCCL_REVOKE_DEFAULT CC_REVOKE_DEFAULT
 #define ncclCommGetAsyncError ccCommGetAsyncError
 #define ncclGetErrorString ccGetErrorString
 #define ncclGetLastError ccGetLastError

@@ -297,10 +297,12 @@ void ProcessGroupCollcomm::shutdown() {
   std::lock_guard<std::mutex> lock(shutdownMutex_);
   if (shutDown_) return;
   shutDown_ = true;
-  if (worker_) worker_->stop();
-  if (comm_ != nullptr && !aborted_.load()) {
-    // A communicator that failed cannot finalize in step with peers that are gone: abort it.
-    if (failed_.load()) {
+  if (worker_) worker_->stop();  // after abort(), the call in flight ends within milliseconds
+  std::lock_guard<std::mutex> commLock(commMutex_);
+  if (comm_ != nullptr) {
+    // A communicator that failed or was revoked cannot finalize in step with peers that are gone:
+    // abort it (which also frees it).
+    if (failed_.load() || aborted_.load()) {
       (void)ccCommAbort(comm_);
     } else {
       (void)ccCommDestroy(comm_);
@@ -311,15 +313,18 @@ void ProcessGroupCollcomm::shutdown() {
 
 void ProcessGroupCollcomm::abort() {
   if (aborted_.exchange(true)) return;
-  // ccCommAbort interrupts the call in flight on the worker, which then fails its Work; the
-  // worker fails everything still queued without touching the communicator.
-  if (comm_ != nullptr) (void)ccCommAbort(comm_);
+  // ccCommRevoke interrupts the call in flight on the worker, which then fails its Work, and
+  // keeps the handle valid, so a call the worker starts in the same instant is refused rather
+  // than made on freed memory; the worker fails everything still queued without calling in.
+  // shutdown() frees the communicator once the worker has stopped.
+  std::lock_guard<std::mutex> lock(commMutex_);
+  if (comm_ != nullptr) (void)ccCommRevoke(comm_, CC_REVOKE_DEFAULT);
 }
 
 void ProcessGroupCollcomm::check(ccResult_t result, const char* what) {
   if (result == ccSuccess) return;
   failed_.store(true);
-  // After abort the communicator is freed: its last error cannot be read any more.
+  // An aborted group's communicator is revoked, not freed, until shutdown: its sentence is readable.
   if (aborted_.load())
     C10_THROW_ERROR(DistBackendError, c10::str("collcomm ", what, " on rank ", getRank(), " of group '", name_,
                                                "': the process group was aborted (", ccGetErrorString(result), ")"));

@@ -100,7 +100,8 @@ class ProcessGroupCollcomm : public c10d::Backend {
 
   // Waits for queued work, then destroys the communicator in step with the peers.
   void shutdown() override;
-  // Stops whatever is in flight (ccCommAbort) and fails everything queued; returns at once.
+  // Stops whatever is in flight (ccCommRevoke) and fails everything queued; returns at once.
+  // The communicator is freed by shutdown (or the destructor), after the worker has stopped.
   void abort() override;
 
  private:
@@ -122,6 +123,8 @@ class ProcessGroupCollcomm : public c10d::Backend {
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> sequence_{0};
   std::mutex shutdownMutex_;
+  // comm_'s lifetime against abort() from another thread (shutdown frees it while abort may revoke).
+  std::mutex commMutex_;
   bool shutDown_ = false;
   // Ops issued between startCoalescing and endCoalescing: run as one ccGroupStart/End batch.
   bool coalescing_ = false;

@@ -79,6 +79,9 @@ def _abort_body(rank, world, gloo):
     with pytest.raises(RuntimeError, match="aborted"):
         work.wait()
     assert time.monotonic() - start < 5, "abort ends the collective in flight at once, not at the timeout"
+    # The communicator is revoked, not freed, until shutdown: a later call is refused, not a crash.
+    with pytest.raises(RuntimeError, match="aborted"):
+        dist.all_reduce(torch.ones(8))
     store.set("collcomm_abort_done", "1")
 
 

@@ -239,6 +239,23 @@ ccResult_t ccCommAbort(ccComm_t comm) {
   return ccSuccess;
 }
 
+ccResult_t ccCommRevoke(ccComm_t comm, int revokeFlags) {
+  ApiScope scope(comm);
+  Status s = checkComm(comm);
+  if (isOk(s) && revokeFlags != CC_REVOKE_DEFAULT)
+    s = CC_ERROR(Status::kInvalidArgument, "ccCommRevoke: revokeFlags %d is not CC_REVOKE_DEFAULT (0)", revokeFlags);
+  if (!isOk(s)) return scope.finish(s);
+  // The same stop as ccCommAbort's, minus the freeing: waits in flight see the flag, kernels the
+  // executor's abort word, an init still running its bootstrap's abort. The connections stay
+  // the operations' own (another thread may be inside one): an operation that stops tells its
+  // peers itself (failOp), and ccCommDestroy/ccCommAbort tell them the rest.
+  comm->revoked.store(true);
+  comm->abortFlag.store(1);
+  if (comm->gpu) comm->gpu->abort();
+  (void)comm->abortBootstrap();
+  return scope.finish(kOk);
+}
+
 ccResult_t ccCommGetAsyncError(ccComm_t comm, ccResult_t* asyncError) {
   ApiScope scope(comm);
   Status s = checkComm(comm);

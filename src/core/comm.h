@@ -115,6 +115,7 @@ struct ccComm {
   uint64_t secret[2] = {0, 0};   // the job's, from the unique id: NET connections present it
 
   std::atomic<uint32_t> abortFlag{0};
+  std::atomic<bool> revoked{false};  // abortFlag was set by ccCommRevoke: the handle stays valid
   std::atomic<int> asyncError{ccSuccess};
   std::atomic<int> busy{0};  // API calls in flight (ccCommAbort waits for them to leave)
   // Operations in flight, from OpScope (api_scope.h): written by the operations' thread with

@@ -223,6 +223,46 @@ TEST(ApiErrors, AbortEndsAStuckCollectivePromptly) {
   EXPECT_LT(std::chrono::duration<double>(returned - abortAt).count(), 1.0);
 }
 
+// ccCommRevoke from another thread stops the call in flight like ccCommAbort does, but keeps the
+// handle: the stuck call and later ones fail with a sentence readable through it, and it is freed
+// only by the ccCommAbort that follows (what a framework's abort() needs: its worker may be
+// about to call in when the abort comes).
+TEST(ApiErrors, RevokeEndsAStuckCollectiveAndKeepsTheHandle) {
+  Watchdog dog(60, "revoke");
+  ThreadRanks ranks(2);
+  ASSERT_EQ(ranks.initResult(), ccSuccess);
+  ccComm_t comm = ranks.comm(0);
+  EXPECT_EQ(ccCommRevoke(comm, 1), ccInvalidArgument);
+  EXPECT_TRUE(contains(ccGetLastError(comm), "CC_REVOKE_DEFAULT")) << ccGetLastError(comm);
+  EXPECT_EQ(ccCommRevoke(nullptr, CC_REVOKE_DEFAULT), ccInvalidArgument);
+  std::vector<float> buf(1 << 20, 1.0f);
+  ccResult_t result = ccSuccess;
+  Clock::time_point returned;
+  OpEntry entry(comm);
+  std::thread stuck([&] {
+    entry.announce();
+    result = ccAllReduce(buf.data(), buf.data(), buf.size(), ccFloat32, ccSum, comm, nullptr);
+    returned = Clock::now();
+  });
+  EXPECT_TRUE(entry.waitInside()) << "the allreduce did not start";
+  const auto revokeAt = Clock::now();
+  EXPECT_EQ(ccCommRevoke(comm, CC_REVOKE_DEFAULT), ccSuccess);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - revokeAt).count(), 0.1);
+  stuck.join();
+  EXPECT_EQ(result, ccInvalidUsage);
+  EXPECT_LT(std::chrono::duration<double>(returned - revokeAt).count(), 1.0);
+  EXPECT_TRUE(contains(ccGetLastError(comm), "ccCommRevoke")) << ccGetLastError(comm);
+  // Still a live handle: a later call is refused with a sentence, and revoking again is harmless.
+  EXPECT_EQ(ccAllReduce(buf.data(), buf.data(), 1, ccFloat32, ccSum, comm, nullptr), ccInvalidUsage);
+  EXPECT_TRUE(contains(ccGetLastError(comm), "revoked")) << ccGetLastError(comm);
+  int count = 0;
+  EXPECT_EQ(ccCommCount(comm, &count), ccSuccess);
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(ccCommRevoke(comm, CC_REVOKE_DEFAULT), ccSuccess);
+  EXPECT_EQ(ccCommAbort(comm), ccSuccess);
+  ranks.forget(0);
+}
+
 TEST(ApiErrors, MismatchedCountsAreReportedNotReduced) {
   Watchdog dog(60, "mismatch");
   setenv("COLLCOMM_PROTO", "Simple", 1);
