@@ -211,7 +211,7 @@ ccResult_t ccCommAbort(ccComm_t comm) {
   Status s = checkComm(comm);
   if (!isOk(s)) return toResult(s);
   comm->abortFlag.store(1);  // before abortBootstrap's lock: see ccComm::adoptBootstrap
-  if (comm->gpu) comm->gpu->abort();  // running kernels see it within microseconds and leave
+  if (comm->gpu()) comm->gpu()->abort();  // running kernels see it within microseconds and leave
   const bool bootstrapStopped = comm->abortBootstrap();
   groupForget(comm);
   if (comm->worker) {
