@@ -124,7 +124,11 @@ Status checkGpuJob(const ccComm* comm) {
 // What the communicator's executor is made from: everything it needs for its whole life, so that
 // core hands it only operations.
 ExecSetup executorSetup(ccComm* comm) {
-  ExecSetup setup{comm->config.device, comm->rank, comm->nranks, 0, comm->config.timeoutSeconds, {}};
+  ExecSetup setup{};
+  setup.device = comm->config.device;
+  setup.rank = comm->rank;
+  setup.nranks = comm->nranks;
+  setup.timeoutSeconds = comm->config.timeoutSeconds;
   const PeerInfo& me = comm->peers[comm->rank];
   for (const PeerInfo& p : comm->peers)
     if (p.processToken == me.processToken && p.device == me.device) ++setup.ranksOnDevice;
