@@ -242,9 +242,9 @@ void expandP2p(const ccComm* comm, const Op& op, std::vector<ExecTransfer>* out)
 // Connects, in step with the peers, the connections of `peers` (comm->p2p for the user's
 // transfers, comm->collPeers for collectives') to the ranks that wantSend/wantRecv name and that
 // are not connected yet.
-Status connectPeers(ccComm* comm, std::vector<P2pPeer>& peers, const std::vector<bool>& wantSend,
-                    const std::vector<bool>& wantRecv, uint64_t tag, const FifoLayout& layout,
-                    const Deadline& deadline) {
+Status connectPeerSet(ccComm* comm, std::vector<P2pPeer>& peers, const std::vector<bool>& wantSend,
+                      const std::vector<bool>& wantRecv, uint64_t tag, const FifoLayout& layout,
+                      const Deadline& deadline) {
   std::vector<ConnectRequest> requests;
   std::vector<const char*> names(2 * comm->nranks);
   for (int peer = 0; peer < comm->nranks; ++peer) {
@@ -273,7 +273,7 @@ Status connectP2p(ccComm* comm, ExecTransfer* ops, size_t nOps, const Deadline& 
     if (op.peer == comm->rank || op.bytes == 0) continue;
     (op.isSend ? wantSend : wantRecv)[op.peer] = true;
   }
-  CC_CHECK(connectPeers(comm, comm->p2p, wantSend, wantRecv, kP2pTagBase, comm->fifoSizes.p2p, deadline));
+  CC_CHECK(connectPeerSet(comm, comm->p2p, wantSend, wantRecv, kP2pTagBase, comm->fifoSizes.p2p, deadline));
   for (size_t i = 0; i < nOps; ++i) {
     ExecTransfer& op = ops[i];
     if (op.peer == comm->rank) continue;
@@ -290,7 +290,7 @@ Status connectAllCollPeers(ccComm* comm, const Deadline& deadline) {
   if (comm->nranks <= 2 || comm->collPeersConnected) return kOk;
   std::vector<bool> want(comm->nranks, true);
   want[comm->rank] = false;
-  CC_CHECK(connectPeers(comm, comm->collPeers, want, want, kOneShotTagBase, comm->fifoSizes.oneShot, deadline));
+  CC_CHECK(connectPeerSet(comm, comm->collPeers, want, want, kOneShotTagBase, comm->fifoSizes.oneShot, deadline));
   comm->collPeersConnected = true;
   return kOk;
 }
