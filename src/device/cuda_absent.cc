@@ -1,4 +1,4 @@
-// The device executor's makers in a build without CUDA (COLLCOMM_CUDA=OFF, or no nvcc): a GPU
+// The CUDA executor's makers in a build without CUDA (COLLCOMM_CUDA=OFF, or no nvcc): a GPU
 // communicator is refused with a sentence, never quietly given a host one.
 #include "device/executor.h"
 
