@@ -156,7 +156,8 @@ TEST(HostExecutor, RunsAPointToPointBatchBothWays) {
 TEST(HostExecutor, SelfTransfersPairOrAreRefused) {
   Pair pair;
   char a[16] = "fifteen bytes!!", b[16] = {};
-  ExecTransfer pairOk[2] = {{true, 0, a, sizeof(a), nullptr, nullptr, 0}, {false, 0, b, sizeof(b), nullptr, nullptr, 0}};
+  ExecTransfer pairOk[2] = {{true, 0, a, sizeof(a), nullptr, nullptr, 0},
+                            {false, 0, b, sizeof(b), nullptr, nullptr, 0}};
   ExecOp op;
   op.name = "send/recv group";
   ASSERT_TRUE(isOk(pair.exec[0]->runP2p(pairOk, 2, op)));
