@@ -211,7 +211,7 @@ ccResult_t ccCommAbort(ccComm_t comm) {
   Status s = checkComm(comm);
   if (!isOk(s)) return toResult(s);
   comm->abortFlag.store(1);  // before abortBootstrap's lock: see ccComm::adoptBootstrap
-  if (comm->gpu) comm->gpu->abort();  // running kernels see it within microseconds and leave
+  if (comm->gpu()) comm->gpu()->abort();  // running kernels see it within microseconds and leave
   const bool bootstrapStopped = comm->abortBootstrap();
   groupForget(comm);
   if (comm->worker) {
@@ -251,7 +251,7 @@ ccResult_t ccCommRevoke(ccComm_t comm, int revokeFlags) {
   // peers itself (failOp), and ccCommDestroy/ccCommAbort tell them the rest.
   comm->revoked.store(true);
   comm->abortFlag.store(1);
-  if (comm->gpu) comm->gpu->abort();
+  if (comm->gpu()) comm->gpu()->abort();
   (void)comm->abortBootstrap();
   return scope.finish(kOk);
 }

@@ -33,7 +33,7 @@ Status submitAsync(ccComm* comm, CommWorker::Job job) {
 ccResult_t asyncState(ccComm* comm) {
   // Idle first (acquire): a failure's sentence is written before its job counts as done.
   if (comm->worker && comm->worker->busy()) return ccInProgress;
-  if (comm->gpu) (void)pollGpuFailure(comm);  // a kernel's failure, as the stream ran it
+  if (comm->gpu()) (void)pollGpuFailure(comm);  // a kernel's failure, as the stream ran it
   const int err = comm->asyncError.load();
   if (err != ccSuccess && !comm->asyncMessage.empty()) comm->lastError = comm->asyncMessage;
   return static_cast<ccResult_t>(err);

@@ -1,28 +1,7 @@
 // Communicator methods shared by the operation paths.
 #include "core/comm.h"
 
-#include "proxy/proxy.h"
-
 using namespace collcomm::detail;
-
-HostWaitContext ccComm::waitContext(const char* opName) const {
-  HostWaitContext ctx;
-  ctx.abortFlag = &abortFlag;
-  // ctx.deadline stays unset: the platform starts the clock when a wait first leaves its spin
-  // phase (reading the clock costs as much as a whole small operation on some machines).
-  ctx.timeoutSeconds = config.timeoutSeconds;
-  ctx.spinCount = usesNet ? netSpinCount : spinCount;
-  if (usesNet) {
-    ctx.progress = proxyRoundHere;
-    ctx.sendNow = proxySendsHere;
-    ctx.sendNowMinBytes = tuner.sendNowThreshold;
-  }
-  ctx.opName = opName;
-  ctx.rank = rank;
-  ctx.nranks = nranks;
-  ctx.hostNames = hostNames.data();
-  return ctx;
-}
 
 Status ccComm::adoptBootstrap(std::unique_ptr<Bootstrap> made) {
   std::lock_guard<std::mutex> lock(bootstrapMu_);
@@ -49,7 +28,7 @@ void ccComm::leaveConnections(int culprit, GoneReason reason) {
   if (config.device >= 0) {
     // The state words are in device memory: only the executor can write them (none yet if init
     // failed before making it; no kernel of this rank ran then).
-    if (gpu) gpu->leave(culprit, reason);
+    if (executor) executor->leave(culprit, reason);
     return;
   }
   const uint32_t state = goneState(culprit, reason);

@@ -17,7 +17,6 @@
 #include "core/comm_worker.h"
 #include "device/executor.h"
 #include "device/fifo.h"
-#include "device/host/host_platform.h"
 #include "plan/step_stream_choice.h"
 #include "plan/tuner.h"
 #include "transport/transport.h"
@@ -91,17 +90,22 @@ struct ccComm {
   // connections, so it outlives them (they leave the proxy when destroyed).
   std::atomic<int> netOpsRunning{0};
   std::vector<collcomm::detail::Channel> channels;
-  // A GPU communicator's executor (config.device >= 0): its kernels use the channels' FIFOs, so it
-  // is declared after them and destroyed first. Null on host communicators.
-  std::unique_ptr<collcomm::detail::DeviceExecutor> gpu;
   std::vector<collcomm::detail::P2pPeer> p2p;
-  // Connections of collectives that talk to every peer (one-shot AllReduce on > 2 ranks): apart
-  // from p2p so that a user's ccSend/ccRecv can never be matched with a collective's transfer.
+  // Connections of collectives that talk to every peer (one-shot AllReduce on > 2 ranks, Direct):
+  // apart from p2p so that a user's ccSend/ccRecv can never be matched with a collective's transfer.
   std::vector<collcomm::detail::P2pPeer> collPeers;
-  std::vector<char> scratch;  // one-shot AllReduce: every rank's input
+  bool collPeersConnected = false;  // to every peer both ways (made on the first need)
+  // What those collectives are handed (ExecColl::peers), per rank: collPeers' connections, or on
+  // two ranks the ring's first channel, which joins them both ways already. Made at init.
+  std::vector<collcomm::detail::ExecPeerConn> peerConns;
   // Whether every rank can read every rank's memory, and how (transport/cma/cma_probe.h).
   collcomm::detail::DirectReach directReach = collcomm::detail::DirectReach::kNone;
-  std::vector<char> directScratch;  // Direct ReduceScatter/AllReduce: peers' operands, one chunk each
+  // What runs this communicator's operations (device/executor.h): the host executor, or on a GPU
+  // communicator (config.device >= 0) the CUDA one. It uses the connections' FIFOs, so it is
+  // declared after them and destroyed first. Null until init has made it.
+  std::unique_ptr<collcomm::detail::Executor> executor;
+  // The executor of a GPU communicator; null on host communicators (and before init made it).
+  collcomm::detail::Executor* gpu() const { return config.device >= 0 ? executor.get() : nullptr; }
   std::vector<collcomm::detail::UserRedOp> userOps;
   collcomm::detail::FifoSizes fifoSizes;
   collcomm::detail::TunerConfig tuner;
@@ -129,8 +133,6 @@ struct ccComm {
   // worker, read by ccCommGetAsyncError once the worker is idle (core/async.h).
   std::string asyncMessage;
 
-  // What a wait in an operation named `opName` runs under.
-  collcomm::detail::HostWaitContext waitContext(const char* opName) const;
   // What connections made now are set up with (the job's secret, the deadline, netOpsRunning).
   collcomm::detail::ConnSetup connSetup(collcomm::detail::Deadline deadline) const;
   // Marks every connection's own PeerState gone, naming the rank that caused it and why, so

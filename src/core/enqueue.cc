@@ -9,11 +9,10 @@
 
 #include "common/log.h"
 #include "core/async.h"
-#include "core/direct_collectives.h"
 #include "core/gpu_ops.h"
 #include "core/group.h"
 #include "device/dtypes.h"
-#include "device/host/host_executor.h"
+#include "device/executor.h"
 #include "device/op_arg.h"
 #include "proxy/proxy.h"
 #include "transport/connect.h"
@@ -51,7 +50,7 @@ bool isInPlace(const ccComm* comm, const Op& op, size_t elem) {
 
 Status checkOp(ccComm* comm, const Op& op, ccStream_t stream) {
   const char* name = collName(op.kind);
-  if (stream != nullptr && !comm->gpu)
+  if (stream != nullptr && !comm->gpu())
     return CC_ERROR(Status::kInvalidArgument,
                     "%s: stream must be NULL on a host communicator (rank %d); host calls complete before returning",
                     name, comm->rank);
@@ -96,7 +95,7 @@ Status checkOp(ccComm* comm, const Op& op, ccStream_t stream) {
                         : (op.kind == CollKind::kReduceScatter || op.kind == CollKind::kScatter
                                ? "recvbuff == sendbuff + rank*count"
                                : "sendbuff == recvbuff"));
-  if (comm->gpu) CC_CHECK(checkGpuOp(comm, op));
+  if (comm->gpu()) CC_CHECK(checkGpuOp(comm, op));
   return kOk;
 }
 
@@ -127,7 +126,7 @@ RedOpSpec opSpec(const ccComm* comm, const Op& op) {
   return makePreMulSumOpArg(op.dtype, u.scalarPtr);
 }
 
-Status failOp(ccComm* comm, Status s, const HostFailure& failure) {
+Status failOp(ccComm* comm, Status s, const ExecFailure& failure) {
   // The peers may be mid-operation with this rank: tell them it will not come (and whose fault it
   // is), and remember the communicator is no longer usable.
   if (s == Status::kRemoteError || s == Status::kTimeout || s == Status::kInvalidUsage ||
@@ -141,10 +140,8 @@ Status failOp(ccComm* comm, Status s, const HostFailure& failure) {
 
 namespace {
 
-Status runOneShotAllReduce(ccComm* comm, const Op& op);
-
 // Whether the next rank of any of the first `nChannels` rings finds this core far: its streaming
-// hint (device/host/core_distance.h).
+// hint (set by the host executor's receivers; fifo.h FifoCtrl::streamHint).
 bool receiverFindsFar(const ccComm* comm, int nChannels) {
   for (int c = 0; c < nChannels; ++c) {
     const FifoCtrl* ctrl = comm->channels[c].send.ctrl;
@@ -153,8 +150,15 @@ bool receiverFindsFar(const ccComm* comm, int nChannels) {
   return false;
 }
 
+Status connectAllCollPeers(ccComm* comm, const Deadline& deadline);
+
+// Whether `algo` talks to every peer (ExecColl::peers) rather than along the rings.
+bool needsPeerConns(Algorithm algo, int nranks) {
+  return algo == Algorithm::kDirect || (algo == Algorithm::kOneShot && nranks > 2);
+}
+
 Status runCollective(ccComm* comm, const Op& op) {
-  if (comm->gpu) return runGpuOp(comm, op);
+  if (comm->gpu()) return runGpuOp(comm, op);
   const size_t elem = dtypeSize(op.dtype);
   const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
                                               ? static_cast<size_t>(comm->nranks)
@@ -163,41 +167,41 @@ Status runCollective(ccComm* comm, const Op& op) {
                                        static_cast<int>(comm->channels.size()), comm->directReach, comm->usesNet);
   CC_INFO(kSubsysTuning, "%s rank %d: %zu bytes, %s, algorithm %s, protocol %s, %d channel(s)", collName(op.kind),
           comm->rank, bytes, dtypeName(op.dtype), algorithmName(plan.algo), protocolName(plan.proto), plan.nChannels);
-  if (plan.algo == Algorithm::kOneShot && comm->nranks > 2) return runOneShotAllReduce(comm, op);
-  if (plan.algo == Algorithm::kDirect) return runDirectCollective(comm, op, plan);
-  HostChannel channels[64];
-  for (int c = 0; c < plan.nChannels; ++c) {
-    Channel& ch = comm->channels[c];
-    channels[c] = HostChannel{&ch.send, &ch.recv, ch.ringRanks.data(), ch.ringPos};
+  ExecColl coll{op.kind,
+                plan.algo,
+                plan.proto,
+                op.dtype,
+                collReduces(op.kind) ? opSpec(comm, op) : RedOpSpec{RedOpKind::kSum, 0},
+                op.sendbuff,
+                op.recvbuff,
+                op.count,
+                op.root,
+                plan.nChannels};
+  coll.builtinOp = collReduces(op.kind) && static_cast<int>(op.op) < ccNumOps ? static_cast<int>(op.op) : -1;
+  coll.streamResults = plan.streamResults;
+  coll.streamSteps = plan.streamSteps;
+  coll.streamStepsAlways = plan.streamStepsAlways;
+  ExecFailure failure;
+  ExecOp exec;
+  exec.name = collName(op.kind);
+  exec.failure = &failure;
+  exec.overNet = comm->usesNet;
+  if (needsPeerConns(plan.algo, comm->nranks)) {
+    exec.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
+    const Status s = connectAllCollPeers(comm, exec.deadline);
+    if (!isOk(s)) return failOp(comm, s, failure);
+    coll.peers = comm->peerConns.data();
+    return failOp(comm, comm->executor->run(coll, exec), failure);
   }
-  HostCollArgs args{};
-  args.kind = op.kind;
-  args.sendbuff = op.sendbuff;
-  args.recvbuff = op.recvbuff;
-  args.count = op.count;
-  args.dtype = op.dtype;
-  args.op = collReduces(op.kind) ? opSpec(comm, op) : RedOpSpec{RedOpKind::kSum, 0};
-  args.root = op.root;
-  args.nranks = comm->nranks;
-  args.proto = plan.proto;
-  args.algo = plan.algo;
-  args.nChannels = plan.nChannels;
-  args.channels = channels;
-  HostFailure failure;
-  HostWaitContext ctx = comm->waitContext(collName(op.kind));
-  ctx.failure = &failure;
-  ctx.streamResults = plan.streamResults;
-  ctx.streamSteps = plan.streamSteps;
-  ctx.streamStepsAlways = plan.streamStepsAlways;
   // Far, whether this operation's steps stream is learned from the operations' times
   // (plan/step_stream_choice.h); a clock read costs tens of ns, so only those are timed.
   bool timed = false;
   if (plan.streamSteps && !plan.streamStepsAlways) {
-    ctx.streamSteps = comm->stepStreamChoice.choose(op.kind, bytes, receiverFindsFar(comm, plan.nChannels));
+    coll.streamSteps = comm->stepStreamChoice.choose(op.kind, bytes, receiverFindsFar(comm, plan.nChannels));
     timed = comm->stepStreamChoice.wantsTime();
   }
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const Status s = hostRunCollective(args, ctx);
+  const Status s = comm->executor->run(coll, exec);
   if (timed && s == kOk)
     comm->stepStreamChoice.record(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()));
@@ -205,10 +209,10 @@ Status runCollective(ccComm* comm, const Op& op) {
 }
 
 // Expands one point-to-point-shaped call into transfers.
-void expandP2p(const ccComm* comm, const Op& op, std::vector<HostP2pOp>* out) {
+void expandP2p(const ccComm* comm, const Op& op, std::vector<ExecTransfer>* out) {
   const size_t bytes = op.count * dtypeSize(op.dtype);
   auto add = [&](bool isSend, int peer, const void* buf) {
-    out->push_back(HostP2pOp{isSend, peer, const_cast<void*>(buf), bytes, nullptr, nullptr, 0});
+    out->push_back(ExecTransfer{isSend, peer, const_cast<void*>(buf), bytes, nullptr, nullptr, 0});
   };
   const char* s = static_cast<const char*>(op.sendbuff);
   char* r = static_cast<char*>(op.recvbuff);
@@ -235,105 +239,77 @@ void expandP2p(const ccComm* comm, const Op& op, std::vector<HostP2pOp>* out) {
   }
 }
 
-// Connects, in step with the peers, every point-to-point connection the batch needs, out of
-// `peers` (comm->p2p for the user's transfers, comm->collPeers for collectives').
-Status connectP2p(ccComm* comm, std::vector<HostP2pOp>& ops, std::vector<P2pPeer>& peers, uint64_t tag,
-                  const FifoLayout& layout, const Deadline& deadline) {
+// Connects, in step with the peers, the connections of `peers` (comm->p2p for the user's
+// transfers, comm->collPeers for collectives') to the ranks that wantSend/wantRecv name and that
+// are not connected yet.
+Status connectPeerSet(ccComm* comm, std::vector<P2pPeer>& peers, const std::vector<bool>& wantSend,
+                      const std::vector<bool>& wantRecv, uint64_t tag, const FifoLayout& layout,
+                      const Deadline& deadline) {
   std::vector<ConnectRequest> requests;
   std::vector<const char*> names(2 * comm->nranks);
-  std::vector<bool> wantSend(comm->nranks), wantRecv(comm->nranks);
-  for (const HostP2pOp& op : ops) {
-    if (op.peer == comm->rank || op.bytes == 0) continue;
-    P2pPeer& p = peers[op.peer];
-    if (op.isSend && !p.sendReady && !wantSend[op.peer]) {
-      wantSend[op.peer] = true;
-      requests.push_back({op.peer, true, tag, layout, &p.send, nullptr, &p.sendMem,
-                          &names[2 * op.peer]});
-    }
-    if (!op.isSend && !p.recvReady && !wantRecv[op.peer]) {
-      wantRecv[op.peer] = true;
-      requests.push_back({op.peer, false, tag, layout, nullptr, &p.recv, &p.recvMem,
-                          &names[2 * op.peer + 1]});
-    }
+  for (int peer = 0; peer < comm->nranks; ++peer) {
+    P2pPeer& p = peers[peer];
+    if (wantSend[peer] && !p.sendReady)
+      requests.push_back({peer, true, tag, layout, &p.send, nullptr, &p.sendMem, &names[2 * peer]});
+    if (wantRecv[peer] && !p.recvReady)
+      requests.push_back({peer, false, tag, layout, nullptr, &p.recv, &p.recvMem, &names[2 * peer + 1]});
   }
-  if (!requests.empty()) {
-    CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->connSetup(deadline), requests));
-    for (const ConnectRequest& r : requests) {
-      (r.isSend ? peers[r.peer].sendReady : peers[r.peer].recvReady) = true;
-      comm->usesNet |= *r.transportName == kNetTransport.name;
-      CC_INFO(kSubsysP2p, "p2p: rank %d %s rank %d via %s", comm->rank, r.isSend ? "->" : "<-", r.peer,
-              *r.transportName);
-    }
-  }
-  for (HostP2pOp& op : ops) {
-    if (op.peer == comm->rank) continue;
-    op.send = &peers[op.peer].send;
-    op.recv = &peers[op.peer].recv;
+  if (requests.empty()) return kOk;
+  CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->connSetup(deadline), requests));
+  for (const ConnectRequest& r : requests) {
+    (r.isSend ? peers[r.peer].sendReady : peers[r.peer].recvReady) = true;
+    comm->usesNet |= *r.transportName == kNetTransport.name;
+    CC_INFO(kSubsysP2p, "p2p: rank %d %s rank %d via %s", comm->rank, r.isSend ? "->" : "<-", r.peer,
+            *r.transportName);
   }
   return kOk;
 }
 
+// Connects every point-to-point connection the batch needs and points its transfers at them.
+Status connectP2p(ccComm* comm, ExecTransfer* ops, size_t nOps, const Deadline& deadline) {
+  std::vector<bool> wantSend(comm->nranks), wantRecv(comm->nranks);
+  for (size_t i = 0; i < nOps; ++i) {
+    const ExecTransfer& op = ops[i];
+    if (op.peer == comm->rank || op.bytes == 0) continue;
+    (op.isSend ? wantSend : wantRecv)[op.peer] = true;
+  }
+  CC_CHECK(connectPeerSet(comm, comm->p2p, wantSend, wantRecv, kP2pTagBase, comm->fifoSizes.p2p, deadline));
+  for (size_t i = 0; i < nOps; ++i) {
+    ExecTransfer& op = ops[i];
+    if (op.peer == comm->rank) continue;
+    op.send = &comm->p2p[op.peer].send;
+    op.recv = &comm->p2p[op.peer].recv;
+  }
+  return kOk;
+}
+
+// Makes comm->peerConns usable: on more than two ranks, the collective connections to every peer
+// both ways (once; later calls find them made). On two, the table points at the ring's first
+// channel, which joins the ranks both ways already (ccComm::peerConns).
+Status connectAllCollPeers(ccComm* comm, const Deadline& deadline) {
+  if (comm->nranks <= 2 || comm->collPeersConnected) return kOk;
+  std::vector<bool> want(comm->nranks, true);
+  want[comm->rank] = false;
+  CC_CHECK(connectPeerSet(comm, comm->collPeers, want, want, kOneShotTagBase, comm->fifoSizes.oneShot, deadline));
+  comm->collPeersConnected = true;
+  return kOk;
+}
+
 Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
-  std::vector<HostP2pOp> transfers;
+  std::vector<ExecTransfer> transfers;
   for (size_t i = begin; i < end; ++i) expandP2p(comm, ops[i], &transfers);
-  const char* name = end - begin == 1 ? collName(ops[begin].kind) : "send/recv group";
-  HostFailure failure;
-  HostWaitContext ctx = comm->waitContext(name);
-  ctx.failure = &failure;
-  ctx.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
-  Status s = connectP2p(comm, transfers, comm->p2p, kP2pTagBase, comm->fifoSizes.p2p, ctx.deadline);
-  if (isOk(s)) s = hostRunP2p(transfers, comm->rank, ctx);
+  ExecFailure failure;
+  ExecOp exec;
+  exec.name = end - begin == 1 ? collName(ops[begin].kind) : "send/recv group";
+  exec.failure = &failure;
+  exec.overNet = comm->usesNet;  // as before connecting: a batch that makes the first NET connection
+  exec.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
+  Status s = connectP2p(comm, transfers.data(), transfers.size(), exec.deadline);
+  if (isOk(s)) s = comm->executor->runP2p(transfers.data(), transfers.size(), exec);
   return failOp(comm, s, failure);
 }
 
-// One-shot AllReduce on more than two ranks: every rank sends its input to every other (over
-// collPeers, never the user's p2p connections), then reduces all inputs in rank order, so every
-// rank computes the same bits. One hand-off instead of the ring's 2(n-1); the planner uses it
-// for small messages, where the hand-offs are the cost.
-Status runOneShotAllReduce(ccComm* comm, const Op& op) {
-  const int n = comm->nranks;
-  const size_t bytes = op.count * dtypeSize(op.dtype);
-  if (comm->scratch.size() < bytes * n) {
-    try {
-      comm->scratch.resize(bytes * n);
-    } catch (const std::bad_alloc&) {
-      return CC_ERROR(Status::kSystemError,
-                      "AllReduce on rank %d: no memory for the one-shot algorithm's %zu-byte gather buffer; unset "
-                      "COLLCOMM_ALGO=OneShot for messages this large",
-                      comm->rank, bytes * n);
-    }
-  }
-  char* inputs = comm->scratch.data();
-  // In place, this rank's input is overwritten by the first partial result: keep a copy.
-  const void* own = op.sendbuff;
-  if (op.sendbuff == op.recvbuff && bytes != 0) {
-    memcpy(inputs + bytes * comm->rank, op.sendbuff, bytes);
-    own = inputs + bytes * comm->rank;
-  }
-  std::vector<HostP2pOp> transfers;
-  transfers.reserve(2 * (n - 1));
-  for (int p = 0; p < n; ++p) {
-    if (p == comm->rank) continue;
-    transfers.push_back(HostP2pOp{true, p, const_cast<void*>(op.sendbuff), bytes, nullptr, nullptr, 0});
-    transfers.push_back(HostP2pOp{false, p, inputs + bytes * p, bytes, nullptr, nullptr, 0});
-  }
-  HostFailure failure;
-  HostWaitContext ctx = comm->waitContext(collName(op.kind));
-  ctx.failure = &failure;
-  ctx.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
-  Status s = connectP2p(comm, transfers, comm->collPeers, kOneShotTagBase, comm->fifoSizes.oneShot, ctx.deadline);
-  if (isOk(s)) s = hostRunP2p(transfers, comm->rank, ctx);
-  if (!isOk(s)) return failOp(comm, s, failure);
-  std::vector<const void*> srcs(n);
-  for (int p = 0; p < n; ++p) srcs[p] = p == comm->rank ? own : inputs + bytes * p;
-  return hostReduceLocal(HostLocalReduceArgs{srcs.data(), n, op.recvbuff, op.count, op.dtype, opSpec(comm, op)});
-}
-
 }  // namespace
-
-Status connectCollPeers(ccComm* comm, std::vector<HostP2pOp>& ops, const Deadline& deadline) {
-  return connectP2p(comm, ops, comm->collPeers, kOneShotTagBase, comm->fifoSizes.oneShot, deadline);
-}
 
 Status checkEnumArgs(CollKind kind, int dtype, int op) {
   const char* name = collName(kind);
@@ -358,7 +334,7 @@ Status enqueue(ccComm* comm, const Op& op, ccStream_t stream) {
   if (comm->abortFlag.load() != 0)
     return CC_ERROR(Status::kInvalidUsage, "%s: the communicator of rank %d was %s", collName(op.kind), comm->rank,
                     comm->revoked.load() ? "revoked (ccCommRevoke); destroy or abort it" : "aborted");
-  if (comm->gpu) (void)pollGpuFailure(comm);  // a kernel's failure breaks the communicator as a host one's does
+  if (comm->gpu()) (void)pollGpuFailure(comm);  // a kernel's failure breaks the communicator as a host one's does
   if (const int err = comm->asyncError.load(); err != ccSuccess)
     return CC_ERROR(static_cast<Status>(err),
                     "%s: the communicator of rank %d failed earlier (%s); destroy or abort it and make a new one",

@@ -1,5 +1,6 @@
 // From an API call to work: argument checks (nothing is queued when they fail), grouping, and
-// running a communicator's queued operations on the host executor.
+// running a communicator's queued operations: planned, their connections made, and handed to the
+// communicator's executor (device/executor.h).
 #pragma once
 
 #include <vector>
@@ -35,6 +36,13 @@ int enumBits(const E& e) {
 
 // The bytes each buffer of `op` spans on this rank (elem: the dtype's size).
 void bufferSpans(const ccComm* comm, const Op& op, size_t elem, size_t* sendBytes, size_t* recvBytes);
+
+// The reduction `op` names, with its scalar or divisor for this communicator.
+RedOpSpec opSpec(const ccComm* comm, const Op& op);
+
+// Records a failed operation: tells the peers (marks this rank's connections gone, naming the
+// culprit) and marks the communicator failed. Returns `s`.
+Status failOp(ccComm* comm, Status s, const ExecFailure& failure);
 
 // Range checks of the enum arguments, before they are used as enums.
 Status checkEnumArgs(CollKind kind, int dtype, int op);

@@ -2,7 +2,6 @@
 #include "core/gpu_ops.h"
 
 #include "common/log.h"
-#include "core/direct_collectives.h"
 #include "device/dtypes.h"
 #include "device/executor.h"
 #include "plan/tuner.h"
@@ -34,8 +33,8 @@ Status checkGpuOp(ccComm* comm, const Op& op) {
                     name, comm->rank);
   size_t sendBytes = 0, recvBytes = 0;
   bufferSpans(comm, op, dtypeSize(op.dtype), &sendBytes, &recvBytes);
-  CC_CHECK(comm->gpu->checkBuffer(op.sendbuff, sendBytes, name, "sendbuff"));
-  CC_CHECK(comm->gpu->checkBuffer(op.recvbuff, recvBytes, name, "recvbuff"));
+  CC_CHECK(comm->gpu()->checkBuffer(op.sendbuff, sendBytes, name, "sendbuff"));
+  CC_CHECK(comm->gpu()->checkBuffer(op.recvbuff, recvBytes, name, "recvbuff"));
   return kOk;
 }
 
@@ -44,7 +43,7 @@ Status runGpuOp(ccComm* comm, const Op& op) {
   const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
                                               ? static_cast<size_t>(comm->nranks)
                                               : 1);
-  const CollPlan plan = planGpuCollective(comm->tuner, op.kind, bytes, comm->nranks, comm->gpu->maxChannels());
+  const CollPlan plan = planGpuCollective(comm->tuner, op.kind, bytes, comm->nranks, comm->gpu()->maxChannels());
   CC_INFO(kSubsysTuning, "%s rank %d (GPU): %zu bytes, %s, algorithm %s, protocol %s, %d channel(s)",
           collName(op.kind), comm->rank, bytes, dtypeName(op.dtype), algorithmName(plan.algo),
           protocolName(plan.proto), plan.nChannels);
@@ -58,14 +57,17 @@ Status runGpuOp(ccComm* comm, const Op& op) {
                       op.count,
                       op.root,
                       plan.nChannels};
-  const Status s = comm->gpu->launch(coll, op.stream);
+  ExecOp exec;
+  exec.name = collName(op.kind);
+  exec.stream = op.stream;
+  const Status s = comm->gpu()->run(coll, exec);
   if (!isOk(s)) (void)pollGpuFailure(comm);
   return s;
 }
 
 Status pollGpuFailure(ccComm* comm) {
   std::string message;
-  const Status s = comm->gpu->failure(comm->hostNames.data(), &message);
+  const Status s = comm->gpu()->failure(comm->hostNames.data(), &message);
   if (isOk(s)) return kOk;
   int expected = ccSuccess;
   if (comm->asyncError.compare_exchange_strong(expected, static_cast<int>(s))) comm->asyncMessage = message;

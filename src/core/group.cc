@@ -61,7 +61,7 @@ Status runShare(const Share& s) {
 
 // A GPU communicator's share that only enqueues kernels returns at once: it runs on the calling
 // thread, no hand-off to a worker.
-bool launchesOnly(const Share& s) { return s.comm->gpu && !s.init && s.jobs.empty(); }
+bool launchesOnly(const Share& s) { return s.comm->gpu() && !s.init && s.jobs.empty(); }
 
 // Non-blocking: every share to its worker; failures are the communicators' async errors.
 Status endNonBlocking(std::vector<Share>& shares) {

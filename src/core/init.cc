@@ -10,8 +10,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "core/peer_info.h"
-#include "device/host/core_distance.h"
-#include "device/host/simd_level.h"
+#include "proxy/proxy.h"
 #include "transport/cma/cma_probe.h"
 #include "transport/connect.h"
 
@@ -122,13 +121,39 @@ Status checkGpuJob(const ccComm* comm) {
   return kOk;
 }
 
-Status makeGpuExecutor(ccComm* comm) {
-  ExecSetup setup{comm->config.device, comm->rank, comm->nranks, 0, comm->config.timeoutSeconds, {}};
+// What the communicator's executor is made from: everything it needs for its whole life, so that
+// core hands it only operations.
+ExecSetup executorSetup(ccComm* comm) {
+  ExecSetup setup{};
+  setup.device = comm->config.device;
+  setup.rank = comm->rank;
+  setup.nranks = comm->nranks;
+  setup.timeoutSeconds = comm->config.timeoutSeconds;
   const PeerInfo& me = comm->peers[comm->rank];
   for (const PeerInfo& p : comm->peers)
     if (p.processToken == me.processToken && p.device == me.device) ++setup.ranksOnDevice;
-  for (const Channel& ch : comm->channels) setup.channels.push_back({&ch.send, &ch.recv, ch.ringRanks.data(), ch.ringPos});
-  return makeCudaExecutor(setup, &comm->gpu);
+  for (Channel& ch : comm->channels) setup.channels.push_back({&ch.send, &ch.recv, ch.ringRanks.data(), ch.ringPos});
+  setup.abortFlag = &comm->abortFlag;
+  setup.hostNames = comm->hostNames.data();
+  for (const PeerInfo& p : comm->peers) setup.peers.push_back({p.pid, p.processToken == me.processToken});
+  setup.spinCount = comm->spinCount;
+  setup.netSpinCount = comm->netSpinCount;
+  setup.progress = proxyRoundHere;
+  setup.sendNow = proxySendsHere;
+  setup.sendNowMinBytes = comm->tuner.sendNowThreshold;
+  return setup;
+}
+
+// The connections of the collectives that talk to every peer (ccComm::peerConns).
+void makePeerConns(ccComm* comm) {
+  comm->peerConns.assign(comm->nranks, ExecPeerConn{nullptr, nullptr});
+  for (int p = 0; p < comm->nranks; ++p) {
+    if (p == comm->rank) continue;
+    if (comm->nranks == 2 && !comm->channels.empty())
+      comm->peerConns[p] = {&comm->channels[0].send, &comm->channels[0].recv};
+    else
+      comm->peerConns[p] = {&comm->collPeers[p].send, &comm->collPeers[p].recv};
+  }
 }
 
 void logSummary(const ccComm* comm) {
@@ -215,8 +240,6 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   const int rank = comm->rank, nranks = comm->nranks;
   const CommConfig& config = comm->config;
   logEffectiveParams();
-  calibrateDistanceClock();
-  hostSimdLevel();  // chosen (and logged) here rather than in the first operation
   const Deadline deadline = Deadline::afterSeconds(config.timeoutSeconds);
   ScopedDevice onDevice(config.device);  // a GPU rank's FIFOs are made on its device
   comm->spinCount = static_cast<int>(std::max<int64_t>(0, paramInt(Param::kSpinCount)));
@@ -247,7 +270,7 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
             "rank %d: NET in use and this host's ranks and proxy threads outnumber their CPUs; waits yield at once",
             rank);
   if (gpu) {
-    CC_CHECK(makeGpuExecutor(comm));
+    CC_CHECK(makeCudaExecutor(executorSetup(comm), &comm->executor));
     logSummary(comm);
     return kOk;
   }
@@ -256,6 +279,8 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   comm->directReach = !direct.ok ? DirectReach::kNone
                       : direct.crossProcess ? DirectReach::kCrossProcess
                                             : DirectReach::kInProcess;
+  makePeerConns(comm);
+  CC_CHECK(makeHostExecutor(executorSetup(comm), &comm->executor));
   logSummary(comm);
   return kOk;
 }

@@ -1,4 +1,4 @@
-// The device executor's makers in a build without CUDA (COLLCOMM_CUDA=OFF, or no nvcc): a GPU
+// The CUDA executor's makers in a build without CUDA (COLLCOMM_CUDA=OFF, or no nvcc): a GPU
 // communicator is refused with a sentence, never quietly given a host one.
 #include "device/executor.h"
 
@@ -15,7 +15,7 @@ Status checkCudaDevice(int device, const char* what) {
 ScopedDevice::ScopedDevice(int) {}
 ScopedDevice::~ScopedDevice() = default;
 
-Status makeCudaExecutor(const ExecSetup& setup, std::unique_ptr<DeviceExecutor>*) {
+Status makeCudaExecutor(const ExecSetup& setup, std::unique_ptr<Executor>*) {
   return CC_ERROR(Status::kInvalidUsage, "rank %d: this build of collcomm has no CUDA executor", setup.rank);
 }
 

@@ -1,35 +1,59 @@
-// The device executor: what runs a GPU communicator's operations as kernels on the caller's
-// stream. Core sees only this interface (no CUDA type, no CUDA header); src/device/cuda
-// implements it, and a build without CUDA links cuda_absent.cc, whose makers refuse with a
-// sentence.
+// The executor interface: what runs a communicator's planned operations. Core plans, checks and
+// connects; it hands an executor one planned collective (ExecColl) or one batch of point-to-point
+// transfers (ExecTransfer) whose connections it has already made, with a per-operation context
+// (ExecOp), and the executor moves the bytes. The executor never calls back into core: what it
+// needs from the communicator for its whole life (rank, channels, abort flag, host names, spin
+// counts, NET progress hooks) it gets once, at construction (ExecSetup).
 //
-// Host communicators still call the host executor directly (issue "one path": the host executor
-// joins this interface next).
+// Two executors implement it: the host executor (src/device/host, makeHostExecutor: a host thread
+// plays the part of a thread block and an operation runs on the calling thread, blocking until it
+// is done) and the CUDA executor (src/device/cuda, makeCudaExecutor: kernels enqueued on the
+// caller's stream; a build without CUDA links cuda_absent.cc, whose makers refuse with a
+// sentence). Core includes no file of either. This header includes no CUDA header and no host
+// platform header.
+//
+// Where the two still differ (issue "one path"): point-to-point batches, the one-shot AllReduce on
+// more than two ranks and the Direct algorithm are host-only algorithms of the host executor
+// (device/host/host_p2p.cc, host_one_shot.cc, host_direct.cc), not yet portable code over
+// Primitives; the CUDA executor refuses them (core's checks stop such calls first).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "collcomm.h"
 #include "collectives/coll_list.h"
+#include "common/deadline.h"
 #include "common/status.h"
 #include "device/fifo.h"
 #include "device/op_arg.h"
 
 namespace collcomm::detail {
 
-// One ring channel as the executor sees it: the connections as made at init (their FIFOs in
-// device-visible memory) and this rank's place on the ring.
+// One ring channel as the executor sees it: the connections as made at init and this rank's place
+// on the ring. The host executor advances the connections' step counters; the CUDA executor
+// mirrors them into device memory once.
 struct ExecChannel {
-  const SendConn* send;
-  const RecvConn* recv;
+  SendConn* send;
+  RecvConn* recv;
   const int* ringRanks;  // nranks entries
   int ringPos;
 };
 
-// One planned collective, as every executor takes it.
+// This rank's connections to one peer for the algorithms that talk to every peer (one-shot
+// AllReduce on more than two ranks, Direct). Core makes them before handing over such a
+// collective (ExecColl::peers).
+struct ExecPeerConn {
+  SendConn* send;
+  RecvConn* recv;
+};
+
+// One planned collective, as every executor takes it. The last fields are plan decisions that
+// only the host executor reads so far; their defaults are what a plan without them means.
 struct ExecColl {
   CollKind kind;
   Algorithm algo;
@@ -41,9 +65,57 @@ struct ExecColl {
   size_t count;  // elements of dtype per rank, as the API counts them
   int root;
   int nChannels;  // the first nChannels channels of the communicator
+  // The call's ccRedOp_t when it is built in, else -1 (a ccRedOpCreatePreMulSum op, or a kind that
+  // does not reduce): what ranks compare when they check each other's calls (Direct).
+  int builtinOp = -1;
+  bool streamResults = false;      // write results with streaming stores
+  bool streamSteps = false;        // FIFO steps may stream (when the receiver finds this core far) ...
+  bool streamStepsAlways = false;  // ... whatever the receiver finds
+  // nranks entries (this rank's own unused), connected; set when algo talks to every peer
+  // (Direct, or OneShot on more than two ranks), else null.
+  const ExecPeerConn* peers = nullptr;
 };
 
-// What a device executor is made from (at the end of a GPU communicator's init).
+// Why an operation failed, when a peer is to blame: filled by the executor, read by core to tell
+// the other peers (see goneState in fifo.h).
+struct ExecFailure {
+  int culprit = -1;
+  GoneReason reason = kGoneFailed;
+};
+
+// One point-to-point transfer of a batch, its connection made by core. Transfers to (or from) the
+// same peer complete in order; transfers with different peers progress together, so a batch that
+// both sends to and receives from every peer cannot deadlock. Self transfers pair the i-th send
+// with the i-th receive.
+struct ExecTransfer {
+  bool isSend;
+  int peer;
+  void* buf;
+  size_t bytes;
+  SendConn* send;   // isSend, peer != self
+  RecvConn* recv;   // !isSend, peer != self
+  size_t done = 0;  // the executor's progress: 0 when handed over
+};
+
+// What one operation runs under, beside its plan.
+struct ExecOp {
+  const char* name = "operation";  // for error sentences (a collective's name, "send/recv group")
+  ccStream_t stream = nullptr;     // device executors: the stream to enqueue on
+  // Host: unset (never) means timeoutSeconds from the first wait that leaves its spin phase (a
+  // clock read costs as much as a small operation); set when connecting counted too.
+  Deadline deadline;
+  ExecFailure* failure = nullptr;  // host: where to say who caused a failure (may be null)
+  bool overNet = false;            // host: the communicator has a NET connection (spin less, run proxy rounds)
+};
+
+// One rank as the executor sees it: where its memory lives (Direct reads peers' buffers).
+struct ExecPeer {
+  int pid = 0;
+  bool sameProcess = false;
+};
+
+// What an executor is made from (at the end of a communicator's init). The pointers stay valid
+// for the executor's life (they point into the communicator, which outlives it).
 struct ExecSetup {
   int device;
   int rank;
@@ -51,29 +123,50 @@ struct ExecSetup {
   int ranksOnDevice;  // ranks of this process on the same device (their kernels must run at once)
   int timeoutSeconds;
   std::vector<ExecChannel> channels;
+  // Host executor only.
+  const std::atomic<uint32_t>* abortFlag = nullptr;
+  const char* const* hostNames = nullptr;  // per rank, for naming a root cause
+  std::vector<ExecPeer> peers;             // per rank
+  int spinCount = 2000;                    // polls before a wait starts yielding its core
+  int netSpinCount = 2000;                 // ... when some connection is NET (ExecOp::overNet)
+  // Over NET: one round of the process's network progress on the waiting thread, true if it ran
+  // one; and the process's network sends on the publishing thread, after a Simple step of at least
+  // sendNowMinBytes (HostWaitContext says how waits use them).
+  bool (*progress)() = nullptr;
+  bool (*sendNow)() = nullptr;
+  size_t sendNowMinBytes = 0;
 };
 
-class DeviceExecutor {
+// Every executor's operations. Control tier apart from run/runP2p, which are the data path: one
+// virtual call per operation, no allocation on the host's ring path.
+class Executor {
  public:
-  virtual ~DeviceExecutor() = default;
+  virtual ~Executor() = default;
 
-  // Channels one launch may use: bounded so that the kernels of every rank sharing the device
-  // fit on it at the same time (a rank's blocks wait for its peers' blocks).
+  // Channels one operation may use. CUDA: bounded so that the kernels of every rank sharing the
+  // device fit on it at the same time (a rank's blocks wait for its peers' blocks).
   virtual int maxChannels() const = 0;
-  // A sentence unless [p, p + bytes) is memory the device can read and write (device memory of
-  // this or a peer-accessible device, or managed/mapped memory). Control tier.
+  // A sentence unless [p, p + bytes) is memory the executor can read and write (CUDA: device
+  // memory of this or a peer-accessible device, or managed/mapped memory; host: any). Control tier.
   virtual Status checkBuffer(const void* p, size_t bytes, const char* opName, const char* which) const = 0;
-  // Enqueues `coll` on `stream` (a cudaStream_t; NULL is the legacy default stream) and returns
-  // without waiting. Operations of one communicator run in the order they were enqueued, whatever
-  // streams they were given.
-  virtual Status launch(const ExecColl& coll, ccStream_t stream) = 0;
-  // kOk while no kernel of this communicator has failed; else the failure's code, with its
-  // sentence (naming the peer rank and host) in *message. Any thread.
+  // Runs one planned collective: the host executor on the calling thread, returning when it has
+  // finished or failed (a failure's culprit in *op.failure); the CUDA executor enqueues it on
+  // op.stream (NULL: the legacy default stream) and returns without waiting, its failures showing
+  // in failure(). Operations of one communicator run in the order they were submitted.
+  virtual Status run(const ExecColl& coll, const ExecOp& op) = 0;
+  // Runs a batch of point-to-point transfers to completion (host; the CUDA executor has none yet
+  // and refuses). `transfers` is the executor's to update until it returns.
+  virtual Status runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) = 0;
+  // kOk while no enqueued operation of this communicator has failed; else the failure's code, with
+  // its sentence (naming the peer rank and host) in *message. Any thread. The host executor's
+  // failures are run's results, so it always says kOk.
   virtual Status failure(const char* const* hostNames, std::string* message) const = 0;
-  // Makes running and later kernels of this communicator stop (ccCommAbort). Any thread.
+  // Makes running and later kernels of this communicator stop (ccCommAbort). Any thread. The host
+  // executor's waits read ExecSetup::abortFlag instead.
   virtual void abort() = 0;
   // Tells the peers' kernels this rank will not come (ccCommAbort, ccCommDestroy), so they fail
-  // fast instead of at their deadline. Control tier.
+  // fast instead of at their deadline. Control tier. Host connections' state words are host memory
+  // that core marks itself (ccComm::leaveConnections); the host executor does nothing here.
   virtual void leave(int culprit, GoneReason reason) = 0;
 };
 
@@ -93,6 +186,11 @@ class ScopedDevice {
   int previous_ = -1;
 };
 
-Status makeCudaExecutor(const ExecSetup& setup, std::unique_ptr<DeviceExecutor>* out);
+Status makeCudaExecutor(const ExecSetup& setup, std::unique_ptr<Executor>* out);
+
+// The host executor. Also fixes, once per process, what the host data path measures about this
+// machine: the clock that gauges a peer core's distance (core_distance.h) and the vector width of
+// the element loops (simd_level.h, logged here rather than in the first operation).
+Status makeHostExecutor(const ExecSetup& setup, std::unique_ptr<Executor>* out);
 
 }  // namespace collcomm::detail

@@ -33,7 +33,7 @@ struct MappedWords {
   CudaKernelStatus status;
 };
 
-class CudaExecutor final : public DeviceExecutor {
+class CudaExecutor final : public Executor {
  public:
   ~CudaExecutor() override {
     ScopedDevice on(device_);
@@ -101,12 +101,12 @@ class CudaExecutor final : public DeviceExecutor {
     return kOk;
   }
 
-  Status launch(const ExecColl& c, ccStream_t userStream) override {
+  Status run(const ExecColl& c, const ExecOp& op) override {
     if (const uint32_t code = __atomic_load_n(&mappedWords().status.code, __ATOMIC_ACQUIRE); code != 0)
       return CC_ERROR(static_cast<Status>(code),
                       "%s on rank %d: an earlier kernel of this communicator failed; destroy or abort it",
                       collName(c.kind), rank_);
-    auto* stream = reinterpret_cast<cudaStream_t>(userStream);
+    auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaCollArgs a{};
     a.kind = c.kind;
     a.dtype = c.dtype;
@@ -133,6 +133,12 @@ class CudaExecutor final : public DeviceExecutor {
     CC_CHECK(cudaLaunchCollective(a, stream));
     lastStream_ = stream;
     return kOk;
+  }
+
+  // Core refuses point-to-point calls on GPU communicators before they get here (gpu_ops.cc).
+  Status runP2p(ExecTransfer*, size_t, const ExecOp& op) override {
+    return CC_ERROR(Status::kInvalidUsage, "%s on rank %d: point-to-point transfers are not implemented on GPUs yet",
+                    op.name, rank_);
   }
 
   Status failure(const char* const* hostNames, std::string* message) const override {
@@ -277,7 +283,7 @@ ScopedDevice::~ScopedDevice() {
   if (previous_ >= 0) (void)cudaSetDevice(previous_);
 }
 
-Status makeCudaExecutor(const ExecSetup& setup, std::unique_ptr<DeviceExecutor>* out) {
+Status makeCudaExecutor(const ExecSetup& setup, std::unique_ptr<Executor>* out) {
   auto exec = std::make_unique<CudaExecutor>();
   CC_CHECK(exec->init(setup));
   CC_INFO(kSubsysInit, "rank %d: CUDA executor on device %d, up to %d channel(s) per launch", setup.rank, setup.device,

@@ -1,5 +1,11 @@
-// Routes a collective to its family's instantiations.
+// The host executor's construction and its entry points: the algorithm the plan named, on the
+// calling thread.
 #include "device/host/host_executor.h"
+
+#include <memory>
+
+#include "device/host/core_distance.h"
+#include "device/host/simd_level.h"
 
 namespace collcomm::detail {
 
@@ -13,6 +19,62 @@ Status hostRunCollective(const HostCollArgs& args, const HostWaitContext& ctx) {
     default: break;
   }
   return CC_ERROR(Status::kInternalError, "%s is not a ring collective", collName(args.kind));
+}
+
+HostExecutor::HostExecutor(const ExecSetup& setup) : setup_(setup) {}
+
+HostWaitContext HostExecutor::waitContext(const ExecOp& op) const {
+  HostWaitContext ctx;
+  ctx.abortFlag = setup_.abortFlag;
+  ctx.deadline = op.deadline;
+  ctx.timeoutSeconds = setup_.timeoutSeconds;
+  ctx.spinCount = op.overNet ? setup_.netSpinCount : setup_.spinCount;
+  if (op.overNet) {
+    ctx.progress = setup_.progress;
+    ctx.sendNow = setup_.sendNow;
+    ctx.sendNowMinBytes = setup_.sendNowMinBytes;
+  }
+  ctx.opName = op.name;
+  ctx.rank = setup_.rank;
+  ctx.nranks = setup_.nranks;
+  ctx.hostNames = setup_.hostNames;
+  ctx.failure = op.failure;
+  return ctx;
+}
+
+Status HostExecutor::run(const ExecColl& c, const ExecOp& op) {
+  HostWaitContext ctx = waitContext(op);
+  if (c.algo == Algorithm::kOneShot && setup_.nranks > 2) return runOneShotAllReduce(c, ctx);
+  ctx.streamResults = c.streamResults;
+  if (c.algo == Algorithm::kDirect) return runDirect(c, ctx);
+  // The ring (and the one-shot AllReduce on two ranks, whose ring is both ways to the one peer).
+  ctx.streamSteps = c.streamSteps;
+  ctx.streamStepsAlways = c.streamStepsAlways;
+  HostCollArgs args{};
+  args.kind = c.kind;
+  args.sendbuff = c.sendbuff;
+  args.recvbuff = c.recvbuff;
+  args.count = c.count;
+  args.dtype = c.dtype;
+  args.op = c.op;
+  args.root = c.root;
+  args.nranks = setup_.nranks;
+  args.proto = c.proto;
+  args.algo = c.algo;
+  args.nChannels = c.nChannels;
+  args.channels = setup_.channels.data();
+  return hostRunCollective(args, ctx);
+}
+
+Status HostExecutor::runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) {
+  return hostRunP2p(transfers, n, setup_.rank, waitContext(op));
+}
+
+Status makeHostExecutor(const ExecSetup& setup, std::unique_ptr<Executor>* out) {
+  calibrateDistanceClock();
+  hostSimdLevel();  // chosen (and logged) here rather than in the first operation
+  *out = std::make_unique<HostExecutor>(setup);
+  return kOk;
 }
 
 }  // namespace collcomm::detail

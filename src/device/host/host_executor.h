@@ -1,27 +1,26 @@
-// The host executor's entry points: run one collective, or one batch of point-to-point transfers,
-// on host memory with the calling thread doing the work. The work is described in plain terms
-// (connections, ring order, buffers) so this layer knows nothing of communicators.
+// The host executor (device/executor.h): runs a host communicator's operations on host memory, the
+// calling thread doing the work, and blocks until each is done. Its parts, each in its own
+// translation unit: the ring collectives by family (host_run_*.cc, instantiating the portable
+// algorithms over Primitives<..., HostPlatform>), and three host-only algorithms that have no
+// portable form yet (issue "one path"): point-to-point batches (host_p2p.cc), the one-shot
+// AllReduce on more than two ranks (host_one_shot.cc) and Direct (host_direct.cc). Included by
+// src/device/host only: core sees the Executor interface.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "collcomm.h"
 #include "collectives/coll_list.h"
 #include "common/status.h"
+#include "device/executor.h"
 #include "device/fifo.h"
 #include "device/host/host_platform.h"
 #include "device/op_arg.h"
 
 namespace collcomm::detail {
-
-struct HostChannel {
-  SendConn* send;
-  RecvConn* recv;
-  const int* ringRanks;
-  int ringPos;
-};
 
 struct HostCollArgs {
   CollKind kind;  // AllReduce, Broadcast, Reduce, AllGather or ReduceScatter
@@ -35,7 +34,7 @@ struct HostCollArgs {
   Protocol proto;
   Algorithm algo;
   int nChannels;
-  const HostChannel* channels;
+  const ExecChannel* channels;
 };
 
 // Blocks until done or failed (abort, dead peer, deadline: see HostPlatform).
@@ -60,19 +59,33 @@ struct HostLocalReduceArgs {
 };
 Status hostReduceLocal(const HostLocalReduceArgs& args);
 
-// One point-to-point transfer of a batch. Transfers to (or from) the same peer complete in order;
-// transfers with different peers progress together, so a batch that both sends to and receives
-// from every peer cannot deadlock. Self transfers pair the i-th send with the i-th receive.
-struct HostP2pOp {
-  bool isSend;
-  int peer;
-  void* buf;
-  size_t bytes;
-  SendConn* send;  // isSend, peer != self
-  RecvConn* recv;  // !isSend, peer != self
-  size_t done = 0;
-};
+// A batch of point-to-point transfers (ExecTransfer's contract), their connections made.
+Status hostRunP2p(ExecTransfer* ops, size_t nOps, int selfRank, const HostWaitContext& ctx);
 
-Status hostRunP2p(std::vector<HostP2pOp>& ops, int selfRank, const HostWaitContext& ctx);
+class HostExecutor final : public Executor {
+ public:
+  explicit HostExecutor(const ExecSetup& setup);
+
+  int maxChannels() const override { return static_cast<int>(setup_.channels.size()); }
+  Status checkBuffer(const void*, size_t, const char*, const char*) const override { return kOk; }
+  Status run(const ExecColl& coll, const ExecOp& op) override;
+  Status runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) override;
+  Status failure(const char* const*, std::string*) const override { return kOk; }
+  void abort() override {}
+  void leave(int, GoneReason) override {}
+
+ private:
+  // What the waits of operation `op` run under (no stream choices: the callers add the plan's).
+  HostWaitContext waitContext(const ExecOp& op) const;
+  // host_one_shot.cc: every rank sends its input to every other, then reduces all inputs in rank
+  // order, so every rank computes the same bits.
+  Status runOneShotAllReduce(const ExecColl& coll, const HostWaitContext& ctx);
+  // host_direct.cc.
+  Status runDirect(const ExecColl& coll, const HostWaitContext& ctx);
+
+  const ExecSetup setup_;
+  std::vector<char> gatherScratch_;  // one-shot AllReduce: every rank's input
+  std::vector<char> directScratch_;  // Direct ReduceScatter/AllReduce: peers' operands, one chunk each
+};
 
 }  // namespace collcomm::detail

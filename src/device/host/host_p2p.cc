@@ -11,7 +11,7 @@ namespace {
 using P = HostPlatform;
 
 // Moves as many steps of one send as the receiver has room for. True if anything moved.
-bool pumpSend(HostP2pOp& op) {
+bool pumpSend(ExecTransfer& op) {
   SendConn& c = *op.send;
   bool moved = false;
   auto roomFor = [&c](uint64_t step) {
@@ -32,7 +32,7 @@ bool pumpSend(HostP2pOp& op) {
 }
 
 // Moves as many steps of one receive as have arrived. True if anything moved.
-bool pumpRecv(HostP2pOp& op, P& plat) {
+bool pumpRecv(ExecTransfer& op, P& plat) {
   RecvConn& c = *op.recv;
   bool moved = false;
   while (op.done < op.bytes && P::loadAcquire(&c.ctrl->simpleTail) > c.simpleStep) {
@@ -52,9 +52,10 @@ bool pumpRecv(HostP2pOp& op, P& plat) {
   return moved;
 }
 
-Status matchSelfTransfers(std::vector<HostP2pOp>& ops, int selfRank, const HostWaitContext& ctx) {
-  std::vector<HostP2pOp*> sends, recvs;
-  for (auto& op : ops) {
+Status matchSelfTransfers(ExecTransfer* ops, size_t nOps, int selfRank, const HostWaitContext& ctx) {
+  std::vector<ExecTransfer*> sends, recvs;
+  for (size_t i = 0; i < nOps; ++i) {
+    ExecTransfer& op = ops[i];
     if (op.peer != selfRank) continue;
     (op.isSend ? sends : recvs).push_back(&op);
   }
@@ -75,17 +76,17 @@ Status matchSelfTransfers(std::vector<HostP2pOp>& ops, int selfRank, const HostW
 
 }  // namespace
 
-Status hostRunP2p(std::vector<HostP2pOp>& ops, int selfRank, const HostWaitContext& ctx) {
-  CC_CHECK(matchSelfTransfers(ops, selfRank, ctx));
+Status hostRunP2p(ExecTransfer* ops, size_t nOps, int selfRank, const HostWaitContext& ctx) {
+  CC_CHECK(matchSelfTransfers(ops, nOps, selfRank, ctx));
   HostPlatform plat(ctx);
   uint32_t idleRounds = 0;
   for (;;) {
     bool moved = false;
-    const HostP2pOp* waitingOn = nullptr;
+    const ExecTransfer* waitingOn = nullptr;
     // Only the first unfinished transfer per (peer, direction) is active: the order of a pair's
     // transfers is the order the receiver expects them in.
-    for (size_t i = 0; i < ops.size(); ++i) {
-      HostP2pOp& op = ops[i];
+    for (size_t i = 0; i < nOps; ++i) {
+      ExecTransfer& op = ops[i];
       if (op.done >= op.bytes) continue;
       bool earlierPending = false;
       for (size_t j = 0; j < i && !earlierPending; ++j)

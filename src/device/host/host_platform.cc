@@ -29,8 +29,9 @@ bool processAlive(int pid) {
 bool HostPlatform::healthy(const PeerRef& peer, const char* what, Recheck again) {
   if (!isOk(status_)) return false;
   if (ctx_.abortFlag != nullptr && ctx_.abortFlag->load(std::memory_order_acquire) != 0) {
-    status_ = CC_ERROR(Status::kInvalidUsage, "%s on rank %d stopped: the communicator was aborted (ccCommAbort or ccCommRevoke)",
-                       ctx_.opName, ctx_.rank);
+    status_ = CC_ERROR(Status::kInvalidUsage,
+                       "%s on rank %d stopped: the communicator was aborted (ccCommAbort or ccCommRevoke)", ctx_.opName,
+                       ctx_.rank);
     blame(ctx_.rank, kGoneAborted);
     return false;
   }

@@ -23,20 +23,15 @@
 
 #include "common/deadline.h"
 #include "common/status.h"
+#include "device/executor.h"
 #include "device/fifo.h"
 #include "device/host/core_distance.h"
 #include "device/host/stream_store.h"
 
 namespace collcomm::detail {
 
-// Why a wait failed, when a peer is to blame: filled by the platform, read by the communicator to
-// tell the other peers (see goneState in fifo.h).
-struct HostFailure {
-  int culprit = -1;
-  GoneReason reason = kGoneFailed;
-};
-
-// What a host-executed operation waits under.
+// What a host-executed operation waits under: built by the host executor from its ExecSetup and
+// the operation's ExecOp and plan (device/executor.h).
 struct HostWaitContext {
   const std::atomic<uint32_t>* abortFlag = nullptr;
   Deadline deadline;      // unset (never): timeoutSeconds from the first slow wait
@@ -49,7 +44,7 @@ struct HostWaitContext {
   int rank = -1;
   int nranks = 0;
   const char* const* hostNames = nullptr;  // per rank, for naming a root cause
-  HostFailure* failure = nullptr;          // where to say who caused a failure (may be null)
+  ExecFailure* failure = nullptr;          // where to say who caused a failure (may be null)
   // Past the spin phase, a wait calls this between polls (null: never): one round of the
   // process's network progress on the waiting thread (proxyRoundHere); true if it ran one. A
   // wait that runs rounds itself yields its core only every 16th poll (the proxy thread stands
@@ -184,7 +179,7 @@ class HostPlatform {
   // Slow path of every wait: abort, peer gone, peer process dead, deadline.
   bool healthy(const PeerRef& peer, const char* what, Recheck again);
   void blame(int culprit, GoneReason reason) {
-    if (ctx_.failure != nullptr) *ctx_.failure = HostFailure{culprit, reason};
+    if (ctx_.failure != nullptr) *ctx_.failure = ExecFailure{culprit, reason};
   }
   bool progressHere() const { return ctx_.progress != nullptr && ctx_.progress(); }
   const char* hostOf(int rank) const {

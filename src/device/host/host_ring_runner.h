@@ -29,12 +29,12 @@ Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
   }
   HostPlatform plat(ctx);
   for (int c = 0; c < a.nChannels; ++c) {
-    const HostChannel& ch = a.channels[c];
+    const ExecChannel& ch = a.channels[c];
     if (!plat.peerPresent(ch.recv->peer, "data") || !plat.peerPresent(ch.send->peer, "buffer space"))
       return plat.status();
   }
   for (int c = 0; c < a.nChannels; ++c) {
-    const HostChannel& ch = a.channels[c];
+    const ExecChannel& ch = a.channels[c];
     Primitives<T, Fn, Proto, HostPlatform> prims(plat, fn, ch.send, ch.recv);
     RingWork w{};
     w.sendbuff = a.sendbuff;

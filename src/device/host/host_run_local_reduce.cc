@@ -1,6 +1,6 @@
 // Host reduction of several local buffers into one, in a fixed operand order, for every data type
-// and reduction: the second half of the one-shot AllReduce on more than two ranks (core/enqueue.cc
-// gathers every rank's input first).
+// and reduction: the second half of the one-shot AllReduce on more than two ranks (host_one_shot.cc
+// gathers every rank's input first) and of Direct's reductions (host_direct.cc).
 #include "device/dtypes.h"
 #include "device/host/host_executor.h"
 #include "device/reduce_copy.h"

@@ -1,14 +1,30 @@
-// The Direct algorithm (see direct_collectives.h): descriptors, single-copy reads of the peers'
-// buffers, rank-ordered reductions, and the hand-shakes that keep every buffer valid while read.
-#include "core/direct_collectives.h"
-
+// The Direct algorithm: single-copy AllGather, Broadcast, ReduceScatter and AllReduce among ranks
+// that can read each other's memory (threads of one process, or processes on one host with
+// cross-memory attach; decided at init by transport/cma/cma_probe.h, and the plan picks Direct
+// only then).
+//
+// Per operation, over the per-peer connections core made (ExecColl::peers: the collective ones,
+// never the user's p2p ones; on two ranks the ring's first channel, which joins them both ways):
+// every rank sends every peer a descriptor of its call (buffers, count, type, op, root) and checks
+// theirs; then each rank reads what it needs straight from the peers' buffers
+// (transport/cma/peer_memory.h) and reduces in rank order (Broadcast's root also writes a part into
+// each peer, so both copy); AllReduce exchanges "my block is reduced" between its reduce-scatter
+// and all-gather halves; a final "done reading your buffers" exchange keeps every buffer valid
+// until no peer reads it any more. Control and data tier: runs on the calling thread, waits under
+// the operation's deadline and the communicator's abort flag.
+//
+// A host-only algorithm of the host executor: reading a peer's memory is a host platform hook
+// (cross-memory attach), and the algorithm around it is not yet portable code over Primitives (a
+// later step of issue "one path").
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "common/log.h"
 #include "device/dtypes.h"
+#include "device/host/host_executor.h"
 #include "device/host/stream_store.h"
 #include "transport/cma/peer_memory.h"
 
@@ -38,20 +54,18 @@ constexpr uint64_t kDoneToken = 0x444f4e45ull;     // "DONE": this rank no longe
 
 class DirectRun {
  public:
-  DirectRun(ccComm* comm, const Op& op, HostWaitContext& ctx, HostFailure& failure)
-      : comm_(comm),
-        op_(op),
+  DirectRun(const ExecSetup& setup, const ExecColl& op, const HostWaitContext& ctx, std::vector<char>& scratch)
+      : op_(op),
         ctx_(ctx),
-        failure_(failure),
-        n_(comm->nranks),
-        rank_(comm->rank),
+        scratch_(scratch),
+        hostNames_(setup.hostNames),
+        n_(setup.nranks),
+        rank_(setup.rank),
         elem_(dtypeSize(op.dtype)),
-        descs_(comm->nranks),
-        peers_(comm->nranks) {
-    for (int p = 0; p < n_; ++p) {
-      const PeerInfo& info = comm->peers[p];
-      peers_[p] = PeerMemory{p, info.pid, info.processToken == comm->peers[rank_].processToken, comm->hostNames[p]};
-    }
+        descs_(setup.nranks),
+        peers_(setup.nranks) {
+    for (int p = 0; p < n_; ++p)
+      peers_[p] = PeerMemory{p, setup.peers[p].pid, setup.peers[p].sameProcess, setup.hostNames[p]};
   }
 
   Status run() {
@@ -79,36 +93,28 @@ class DirectRun {
   // `from` names (kAll, kNone, or one rank); every wait under the operation's deadline.
   static constexpr int kAll = -1, kNone = -2;
   Status exchange(const void* mine, size_t bytes, char* slots, int to, int from) {
-    std::vector<HostP2pOp> t;
+    std::vector<ExecTransfer> t;
     t.reserve(2 * static_cast<size_t>(n_));
     for (int p = 0; p < n_; ++p) {
       if (p == rank_) continue;
-      if (to == kAll || to == p) t.push_back(HostP2pOp{true, p, const_cast<void*>(mine), bytes, nullptr, nullptr, 0});
-      if (from == kAll || from == p) t.push_back(HostP2pOp{false, p, slots + bytes * p, bytes, nullptr, nullptr, 0});
+      const ExecPeerConn& conn = op_.peers[p];
+      if (to == kAll || to == p)
+        t.push_back(ExecTransfer{true, p, const_cast<void*>(mine), bytes, conn.send, nullptr, 0});
+      if (from == kAll || from == p)
+        t.push_back(ExecTransfer{false, p, slots + bytes * p, bytes, nullptr, conn.recv, 0});
     }
     if (t.empty()) return kOk;
-    if (n_ == 2 && !comm_->channels.empty()) {
-      // Two ranks: the ring's first channel already joins them both ways (as the two-rank
-      // one-shot AllReduce uses it), so nothing is connected per operation.
-      for (HostP2pOp& op : t) {
-        op.send = &comm_->channels[0].send;
-        op.recv = &comm_->channels[0].recv;
-      }
-    } else {
-      CC_CHECK(connectCollPeers(comm_, t, ctx_.deadline));
-    }
-    return hostRunP2p(t, rank_, ctx_);
+    return hostRunP2p(t.data(), t.size(), rank_, ctx_);
   }
 
   Status exchangeDescriptors() {
-    const int o = static_cast<int>(op_.op);
     DirectDesc& mine = descs_[rank_];
     mine = DirectDesc{reinterpret_cast<uint64_t>(op_.sendbuff),
                       reinterpret_cast<uint64_t>(op_.recvbuff),
                       op_.count,
                       static_cast<int32_t>(op_.kind),
                       static_cast<int32_t>(op_.dtype),
-                      collReduces(op_.kind) && o < ccNumOps ? o : -1,
+                      op_.builtinOp,
                       op_.root};
     if (!collReduces(op_.kind)) mine.op = -1;
     if (op_.kind != CollKind::kBroadcast) mine.root = -1;
@@ -118,13 +124,13 @@ class DirectRun {
       const bool sameOp = d.op == mine.op || d.op < 0 || mine.op < 0;
       if (d.kind == mine.kind && d.count == mine.count && d.dtype == mine.dtype && d.root == mine.root && sameOp)
         continue;
-      failure_ = HostFailure{rank_, kGoneFailed};
+      blame(rank_);
       const bool kindOk = d.kind >= 0 && d.kind < kNumCollKinds;
       const bool dtypeOk = d.dtype >= 0 && d.dtype < ccNumTypes;
       return CC_ERROR(Status::kInvalidUsage,
                       "%s on rank %d: rank %d (host %s) called %s with count %llu, type %s, op %d, root %d where this "
                       "rank has count %zu, type %s, op %d, root %d; every rank must make the same call",
-                      name(), rank_, p, comm_->hostNames[p], kindOk ? collName(static_cast<CollKind>(d.kind)) : "?",
+                      name(), rank_, p, hostNames_[p], kindOk ? collName(static_cast<CollKind>(d.kind)) : "?",
                       static_cast<unsigned long long>(d.count),
                       dtypeOk ? dtypeName(static_cast<ccDataType_t>(d.dtype)) : "?", d.op, d.root, op_.count,
                       dtypeName(op_.dtype), mine.op, mine.root);
@@ -147,7 +153,7 @@ class DirectRun {
     }
     const Status s = intoPeer ? writePeer(peers_[p], local, far, bytes, name(), rank_)
                               : readPeer(peers_[p], far, local, bytes, name(), rank_);
-    if (!isOk(s)) failure_ = HostFailure{p, kGoneFailed};
+    if (!isOk(s)) blame(p);
     return s;
   }
 
@@ -226,9 +232,9 @@ class DirectRun {
   }
   Status ensureScratch() {
     const size_t want = chunkBytes() * static_cast<size_t>(n_);
-    if (comm_->directScratch.size() >= want) return kOk;
+    if (scratch_.size() >= want) return kOk;
     try {
-      comm_->directScratch.resize(want);
+      scratch_.resize(want);
     } catch (const std::bad_alloc&) {
       return CC_ERROR(Status::kSystemError, "%s on rank %d: no memory for the Direct algorithm's %zu-byte scratch",
                       name(), rank_, want);
@@ -244,11 +250,11 @@ class DirectRun {
   Status reduceBlock(size_t offset, size_t count, void* dst, bool ownAliased) {
     if (count == 0) return kOk;
     CC_CHECK(ensureScratch());
-    const RedOpSpec spec = opSpec(comm_, op_);
+    const RedOpSpec spec = op_.op;
     const size_t slot = chunkBytes();
     const size_t chunkElems = slot / elem_;
     std::vector<const void*> srcs(static_cast<size_t>(n_));
-    char* scratch = comm_->directScratch.data();
+    char* scratch = scratch_.data();
     for (size_t first = 0; first < count; first += chunkElems) {
       const size_t elems = std::min(chunkElems, count - first);
       const size_t at = offset + first * elem_, len = elems * elem_;
@@ -305,10 +311,14 @@ class DirectRun {
     return signalAll(kDoneToken);
   }
 
-  ccComm* comm_;
-  const Op& op_;
-  HostWaitContext& ctx_;
-  HostFailure& failure_;
+  void blame(int culprit) {
+    if (ctx_.failure != nullptr) *ctx_.failure = ExecFailure{culprit, kGoneFailed};
+  }
+
+  const ExecColl& op_;
+  const HostWaitContext& ctx_;
+  std::vector<char>& scratch_;
+  const char* const* hostNames_;
   const int n_;
   const int rank_;
   const size_t elem_;
@@ -318,14 +328,8 @@ class DirectRun {
 
 }  // namespace
 
-Status runDirectCollective(ccComm* comm, const Op& op, const CollPlan& plan) {
-  HostFailure failure;
-  HostWaitContext ctx = comm->waitContext(collName(op.kind));
-  ctx.failure = &failure;
-  ctx.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
-  ctx.streamResults = plan.streamResults;
-  DirectRun run(comm, op, ctx, failure);
-  return failOp(comm, run.run(), failure);
+Status HostExecutor::runDirect(const ExecColl& coll, const HostWaitContext& ctx) {
+  return DirectRun(setup_, coll, ctx, directScratch_).run();
 }
 
 }  // namespace collcomm::detail
