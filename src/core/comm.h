@@ -18,6 +18,7 @@
 #include "device/executor.h"
 #include "device/fifo.h"
 #include "device/host/host_platform.h"
+#include "plan/plan_log.h"
 #include "plan/step_stream_choice.h"
 #include "plan/tuner.h"
 #include "transport/transport.h"
@@ -77,6 +78,15 @@ struct FifoSizes {
   FifoLayout oneShot;  // per-peer connections of the one-shot AllReduce (small messages only)
 };
 
+// What every plan takes from the communicator (made on first use, once it is connected:
+// core/op_plan.h) and the log of its distinct plans.
+struct CommPlans {
+  std::once_flag shapeOnce;
+  PlanShape shape;
+  std::vector<PlanRing> rings;
+  PlanLog log;
+};
+
 }  // namespace collcomm::detail
 
 struct ccComm {
@@ -107,6 +117,9 @@ struct ccComm {
   collcomm::detail::TunerConfig tuner;
   // Far operations' FIFO steps streamed or not, by what each way took (plan/step_stream_choice.h).
   collcomm::detail::StepStreamChoice stepStreamChoice;
+  // Plans: the communicator's shape as plan/ sees it, and the distinct plans logged (core/op_plan.h).
+  collcomm::detail::CommPlans plans;
+
   int spinCount = 2000;
   // Waits' spin count once a connection is NET: 0 when this host's ranks and one proxy thread per
   // process outnumber their CPUs (a spinning executor holds the core its proxy needs).

@@ -12,6 +12,7 @@
 #include "core/direct_collectives.h"
 #include "core/gpu_ops.h"
 #include "core/group.h"
+#include "core/op_plan.h"
 #include "device/dtypes.h"
 #include "device/host/host_executor.h"
 #include "device/op_arg.h"
@@ -159,10 +160,8 @@ Status runCollective(ccComm* comm, const Op& op) {
   const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
                                               ? static_cast<size_t>(comm->nranks)
                                               : 1);
-  const CollPlan plan = planCollective(comm->tuner, op.kind, bytes, comm->nranks,
-                                       static_cast<int>(comm->channels.size()), comm->directReach, comm->usesNet);
-  CC_INFO(kSubsysTuning, "%s rank %d: %zu bytes, %s, algorithm %s, protocol %s, %d channel(s)", collName(op.kind),
-          comm->rank, bytes, dtypeName(op.dtype), algorithmName(plan.algo), protocolName(plan.proto), plan.nChannels);
+  const Plan plan = planOp(comm, op);
+  notePlan(comm, plan);
   if (plan.algo == Algorithm::kOneShot && comm->nranks > 2) return runOneShotAllReduce(comm, op);
   if (plan.algo == Algorithm::kDirect) return runDirectCollective(comm, op, plan);
   HostChannel channels[64];
