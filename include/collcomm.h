@@ -174,8 +174,9 @@ ccResult_t ccCommUserRank(const ccComm_t comm, int* rank);
  * collective is NULL or not one of those names (point-to-point kinds have no plan); datatype is
  * not a ccDataType_t; root is out of range for Broadcast or Reduce; count is so large that
  * nranks*count elements overflow; json is NULL with jsonBytes > 0, or json and needed are both
- * NULL; jsonBytes is smaller than *needed. ccInvalidUsage: a non-blocking communicator's queued
- * work is still in progress, or the communicator has failed. */
+ * NULL; jsonBytes is smaller than *needed. ccInvalidUsage: the communicator was made in a group
+ * whose ccGroupEnd has not run yet, a non-blocking communicator's queued work is still in progress,
+ * or the communicator has failed. */
 ccResult_t ccCommDescribePlan(ccComm_t comm, const char* collective, size_t count, ccDataType_t datatype, int root,
                               char* json, size_t jsonBytes, size_t* needed);
 
