@@ -81,7 +81,10 @@ struct FifoSizes {
 // What every plan takes from the communicator (made on first use, once it is connected:
 // core/op_plan.h) and the log of its distinct plans.
 struct CommPlans {
-  std::once_flag shapeOnce;
+  // Set (release) once shape and rings are made; made under shapeMu. Not std::call_once: its fast
+  // path costs a library call and thread-local stores on every operation.
+  std::atomic<bool> shapeReady{false};
+  std::mutex shapeMu;
   PlanShape shape;
   std::vector<PlanRing> rings;
   PlanLog log;

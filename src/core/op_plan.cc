@@ -4,12 +4,13 @@
 #include <mutex>
 
 namespace collcomm::detail {
-namespace {
 
 // Read once: channels, rings and steps do not change after init (the ring step is the one every
 // rank agreed on, core/init.cc agreeRingStep).
 void makeShape(ccComm* comm) {
   CommPlans& p = comm->plans;
+  std::lock_guard<std::mutex> lock(p.shapeMu);
+  if (p.shapeReady.load(std::memory_order_relaxed)) return;
   for (const Channel& ch : comm->channels) p.rings.push_back(PlanRing{ch.ringRanks.data(), ch.ringPos});
   PlanShape& s = p.shape;
   s.rank = comm->rank;
@@ -24,13 +25,7 @@ void makeShape(ccComm* comm) {
   const SendConn* send = connected ? &comm->channels[0].send : nullptr;
   s.simpleStepBytes = connected ? send->simpleStepMax : comm->fifoSizes.ring.simpleStepBytes;
   s.llStepBytes = (connected ? send->llStepLines : comm->fifoSizes.ring.llStepLines) * kLlBytesPerLine;
-}
-
-}  // namespace
-
-Plan planOp(ccComm* comm, CollKind kind, size_t count, ccDataType_t dtype, int root) {
-  std::call_once(comm->plans.shapeOnce, makeShape, comm);
-  return planFor(comm->tuner, PlanOp{kind, count, dtype, root}, comm->plans.shape);
+  p.shapeReady.store(true, std::memory_order_release);
 }
 
 }  // namespace collcomm::detail

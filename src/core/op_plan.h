@@ -11,7 +11,12 @@ namespace collcomm::detail {
 // The plan for `op`, whose arguments have been checked. Host and GPU communicators alike (a GPU
 // communicator plans with planGpuCollective, as its launch does). Safe from any thread once the
 // communicator is connected: it reads the communicator and makes its shape once.
-Plan planOp(ccComm* comm, CollKind kind, size_t count, ccDataType_t dtype, int root);
+// Made once, on first use (op_plan.cc).
+void makeShape(ccComm* comm);
+inline Plan planOp(ccComm* comm, CollKind kind, size_t count, ccDataType_t dtype, int root) {
+  if (!comm->plans.shapeReady.load(std::memory_order_acquire)) makeShape(comm);
+  return planFor(comm->tuner, PlanOp{kind, count, dtype, root}, comm->plans.shape);
+}
 inline Plan planOp(ccComm* comm, const Op& op) { return planOp(comm, op.kind, op.count, op.dtype, op.root); }
 
 // Logs `plan` (every operation at TUNING, each distinct plan once at PLAN); one branch with INFO

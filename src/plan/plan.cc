@@ -1,4 +1,4 @@
-// The plan value: made by planFor, printed from one list of fields (visitFields) as text and JSON.
+// The plan value printed from one list of fields (visitFields), as text and as JSON.
 #include "plan/plan.h"
 
 #include <cinttypes>
@@ -6,42 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "collectives/coll_work.h"
 #include "device/dtypes.h"
 
 namespace collcomm::detail {
-
-Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& shape) {
-  const bool perRank = op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter;
-  const size_t elem = dtypeSize(op.dtype);
-  const size_t bytes = op.count * elem * (perRank ? static_cast<size_t>(shape.nranks) : 1);
-  Plan p{};
-  static_cast<CollPlan&>(p) =
-      shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels)
-                : planCollective(cfg, op.kind, bytes, shape.nranks, shape.nChannels, shape.reach, shape.overNet);
-  p.kind = op.kind;
-  p.count = op.count;
-  p.bytes = bytes;
-  p.dtype = op.dtype;
-  p.root = op.kind == CollKind::kBroadcast || op.kind == CollKind::kReduce ? op.root : -1;
-  p.rank = shape.rank;
-  p.nranks = shape.nranks;
-  p.gpu = shape.gpu;
-  // The host runs OneShot on more than two ranks over per-peer connections (core/enqueue.cc); the
-  // GPU plans OneShot for two ranks only.
-  p.onRings = shape.nranks > 1 && (p.algo == Algorithm::kRing || (p.algo == Algorithm::kOneShot && shape.nranks == 2));
-  if (p.onRings) {
-    // Primitives: a step carries the protocol's payload, in whole elements; a chunk is kChunkSteps
-    // steps (collectives/coll_work.h).
-    p.stepElems = (p.proto == Protocol::kLL ? shape.llStepBytes : shape.simpleStepBytes) / elem;
-    p.stepBytes = p.stepElems * elem;
-    p.chunkSteps = kChunkSteps;
-    p.chunkElems = p.stepElems * kChunkSteps;
-    p.chunkBytes = p.chunkElems * elem;
-    p.rings = shape.rings;
-  }
-  return p;
-}
 
 namespace {
 

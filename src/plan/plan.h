@@ -14,6 +14,8 @@
 
 #include "collcomm.h"
 #include "collectives/coll_list.h"
+#include "collectives/coll_work.h"
+#include "device/dtypes.h"
 #include "plan/tuner.h"
 
 namespace collcomm::detail {
@@ -76,8 +78,41 @@ struct Plan : CollPlan {
 };
 
 // The plan for `op` on a communicator of `shape` (GPU: planGpuCollective, host: planCollective).
-// The operation's arguments must have been checked (a known dtype; root in range).
-Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& shape);
+// The operation's arguments must have been checked (a known dtype; root in range). Inline: it runs
+// for every collective, and what it adds to the tuner's choice is a few stores.
+inline Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& shape) {
+  const bool perRank = op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter;
+  const size_t elem = dtypeSize(op.dtype);
+  const size_t bytes = op.count * elem * (perRank ? static_cast<size_t>(shape.nranks) : 1);
+  Plan p{};
+  static_cast<CollPlan&>(p) =
+      shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels)
+                : planCollective(cfg, op.kind, bytes, shape.nranks, shape.nChannels, shape.reach, shape.overNet);
+  p.kind = op.kind;
+  p.count = op.count;
+  p.bytes = bytes;
+  p.dtype = op.dtype;
+  p.root = op.kind == CollKind::kBroadcast || op.kind == CollKind::kReduce ? op.root : -1;
+  p.rank = shape.rank;
+  p.nranks = shape.nranks;
+  p.gpu = shape.gpu;
+  // The host runs OneShot on more than two ranks over per-peer connections (core/enqueue.cc); the
+  // GPU plans OneShot for two ranks only.
+  p.onRings = shape.nranks > 1 && (p.algo == Algorithm::kRing || (p.algo == Algorithm::kOneShot && shape.nranks == 2));
+  if (p.onRings) {
+    // Primitives: a step carries the protocol's payload, in whole elements; a chunk is kChunkSteps
+    // steps (collectives/coll_work.h).
+    // (Element sizes are powers of two: a shift, not a division, on every operation.)
+    p.stepElems = (p.proto == Protocol::kLL ? shape.llStepBytes : shape.simpleStepBytes) >> __builtin_ctzll(elem);
+    p.stepBytes = p.stepElems * elem;
+    p.chunkSteps = kChunkSteps;
+    p.chunkElems = p.stepElems * kChunkSteps;
+    p.chunkBytes = p.chunkElems * elem;
+    p.rings = shape.rings;
+  }
+  return p;
+}
+
 
 // "AllReduce rank 0: bytes 1048576, count 262144, dtype float, ..., rings [0 1 2 3]": one line,
 // no newline ("rank 0 (GPU)" for GPU communicators). Consecutive equal rings print once with a
