@@ -25,12 +25,14 @@ Status describePlan(ccComm* comm, const char* collective, size_t count, int dtyp
   CC_CHECK(checkComm(comm));
   CC_CHECK(checkNoWorkInProgress(comm, kCall));
   if (comm->channels.empty())  // made in a group, whose ccGroupEnd has not run yet
-    return CC_ERROR(Status::kInvalidUsage, "%s: rank %d's communicator is not initialised yet (made in a group: call "
-                                           "ccGroupEnd first)",
+    return CC_ERROR(Status::kInvalidUsage,
+                    "%s: rank %d's communicator is not initialised yet (made in a group: call "
+                    "ccGroupEnd first)",
                     kCall, comm->rank);
   if (comm->asyncError.load() != ccSuccess)
-    return CC_ERROR(Status::kInvalidUsage, "%s: rank %d's communicator has failed; it is only good for "
-                                           "ccCommDestroy or ccCommAbort",
+    return CC_ERROR(Status::kInvalidUsage,
+                    "%s: rank %d's communicator has failed; it is only good for "
+                    "ccCommDestroy or ccCommAbort",
                     kCall, comm->rank);
   if (collective == nullptr) return CC_ERROR(Status::kInvalidArgument, "%s: collective is NULL", kCall);
   const CollKind* kind = nullptr;
@@ -46,8 +48,8 @@ Status describePlan(ccComm* comm, const char* collective, size_t count, int dtyp
                     ccNumTypes - 1);
   const bool rooted = *kind == CollKind::kBroadcast || *kind == CollKind::kReduce;
   if (rooted && (root < 0 || root >= comm->nranks))
-    return CC_ERROR(Status::kInvalidArgument, "%s: root %d is out of range for a communicator of %d ranks", kCall,
-                    root, comm->nranks);
+    return CC_ERROR(Status::kInvalidArgument, "%s: root %d is out of range for a communicator of %d ranks", kCall, root,
+                    comm->nranks);
   const size_t elem = dtypeSize(static_cast<ccDataType_t>(dtype));
   size_t total;
   if (__builtin_mul_overflow(count, elem * static_cast<size_t>(comm->nranks), &total) || total > SIZE_MAX / 2)

@@ -113,7 +113,6 @@ inline Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& s
   return p;
 }
 
-
 // "AllReduce rank 0: bytes 1048576, count 262144, dtype float, ..., rings [0 1 2 3]": one line,
 // no newline ("rank 0 (GPU)" for GPU communicators). Consecutive equal rings print once with a
 // count ("2x[0 1 2 3]").

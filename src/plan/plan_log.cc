@@ -19,8 +19,9 @@ void PlanLog::noteSlow(const Plan& plan) {
                   plan.root};
     if (seen_.size() >= kMaxPlans && seen_.count(key) == 0) {
       full_ = true;
-      CC_INFO(kSubsysPlan, "rank %d: %zu distinct plans logged; no new plan will be (the TUNING subsystem logs every "
-                           "operation's)",
+      CC_INFO(kSubsysPlan,
+              "rank %d: %zu distinct plans logged; no new plan will be (the TUNING subsystem logs every "
+              "operation's)",
               plan.rank, seen_.size());
     } else {
       fresh = seen_.insert(key).second;

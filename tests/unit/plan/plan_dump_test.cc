@@ -47,8 +47,7 @@ class ScopedEnv {
 // The plan's JSON, parsed; fails the test on any error.
 Json describe(ccComm_t comm, const char* coll, size_t count, ccDataType_t type, int root) {
   size_t needed = 0;
-  EXPECT_EQ(ccCommDescribePlan(comm, coll, count, type, root, nullptr, 0, &needed), ccSuccess)
-      << ccGetLastError(comm);
+  EXPECT_EQ(ccCommDescribePlan(comm, coll, count, type, root, nullptr, 0, &needed), ccSuccess) << ccGetLastError(comm);
   std::string text(needed, '\0');
   size_t again = 0;
   EXPECT_EQ(ccCommDescribePlan(comm, coll, count, type, root, text.data(), text.size(), &again), ccSuccess)
@@ -210,8 +209,8 @@ TEST(PlanDump, BadArgumentsRejectedWithSentences) {
                  "\"AllReduce2\" is not a collective with a plan");
   expectRejected(ccCommDescribePlan(c, "Send", 1, ccFloat32, 0, buf, sizeof(buf), &needed), c, "point-to-point");
   expectRejected(ccCommDescribePlan(c, "AlltoAll", 1, ccFloat32, 0, buf, sizeof(buf), &needed), c, "\"AlltoAll\"");
-  expectRejected(ccCommDescribePlan(c, "AllReduce", 1, static_cast<ccDataType_t>(99), 0, buf, sizeof(buf), &needed),
-                 c, "datatype 99");
+  expectRejected(ccCommDescribePlan(c, "AllReduce", 1, static_cast<ccDataType_t>(99), 0, buf, sizeof(buf), &needed), c,
+                 "datatype 99");
   expectRejected(ccCommDescribePlan(c, "Broadcast", 1, ccFloat32, 2, buf, sizeof(buf), &needed), c, "root 2");
   expectRejected(ccCommDescribePlan(c, "Reduce", 1, ccFloat32, -1, buf, sizeof(buf), &needed), c, "root -1");
   expectRejected(ccCommDescribePlan(c, "AllGather", SIZE_MAX / 4, ccFloat32, 0, buf, sizeof(buf), &needed), c,
