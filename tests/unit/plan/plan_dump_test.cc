@@ -227,6 +227,21 @@ TEST(PlanDump, BadArgumentsRejectedWithSentences) {
   EXPECT_EQ(ccCommDescribePlan(c, "AllReduce", 1, ccFloat32, 0, buf, needed, nullptr), ccSuccess);
   EXPECT_EQ(strlen(buf) + 1, needed);
   EXPECT_EQ(ccCommDescribePlan(c, "AllReduce", 1, ccFloat32, 0, buf, needed - 1, nullptr), ccInvalidArgument);
+
+  // Made in a group: no plan until ccGroupEnd has connected it.
+  ccUniqueId id;
+  ASSERT_EQ(ccGetUniqueId(&id), ccSuccess);
+  ccComm_t pending = nullptr;
+  ASSERT_EQ(ccGroupStart(), ccSuccess);
+  ASSERT_EQ(ccCommInitRank(&pending, 1, id, 0), ccSuccess);
+  ASSERT_NE(pending, nullptr);
+  EXPECT_EQ(ccCommDescribePlan(pending, "AllReduce", 1, ccFloat32, 0, buf, sizeof(buf), nullptr), ccInvalidUsage);
+  EXPECT_NE(std::string(ccGetLastError(pending)).find("not initialised yet"), std::string::npos)
+      << ccGetLastError(pending);
+  ASSERT_EQ(ccGroupEnd(), ccSuccess);
+  EXPECT_EQ(ccCommDescribePlan(pending, "AllReduce", 1, ccFloat32, 0, buf, sizeof(buf), nullptr), ccSuccess)
+      << ccGetLastError(pending);
+  EXPECT_EQ(ccCommDestroy(pending), ccSuccess);
 }
 
 // --- The PLAN log: this binary as a child with the log configured from the start (the log reads
