@@ -23,8 +23,6 @@ class PlanLog {
   void note(const Plan& plan) {
     if (logEnabled(LogLevel::kInfo, kSubsysPlan | kSubsysTuning)) noteSlow(plan);
   }
-  // Distinct plans logged so far (tests).
-  size_t seen() const { return seen_.size(); }
 
  private:
   void noteSlow(const Plan& plan);
