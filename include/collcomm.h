@@ -170,6 +170,24 @@ ccResult_t ccCommCount(const ccComm_t comm, int* count);
 ccResult_t ccCommDevice(const ccComm_t comm, int* device);
 ccResult_t ccCommUserRank(const ccComm_t comm, int* rank);
 
+/* The plan this rank would follow for one collective, made as the call would make it, without
+ * running anything (collcomm's own: NCCL has no such call). Written to json as one JSON object on
+ * one line, NUL-terminated: the collective, sizes, type, root, ranks, algorithm, protocol, channels,
+ * step and chunk sizes, streaming flags and the ring order of each channel used (fields in
+ * docs/env.md, "Plans"). collective: "AllReduce", "Broadcast", "Reduce", "AllGather" or
+ * "ReduceScatter", in any case; count and root as that call takes them (root only for Broadcast
+ * and Reduce, ignored otherwise). *needed (NULL allowed when json is given) gets the bytes the JSON
+ * takes with its NUL, also when jsonBytes is too small; json NULL with jsonBytes 0 asks only that.
+ * ccInvalidArgument, with a sentence in ccGetLastError: comm is not a live communicator;
+ * collective is NULL or not one of those names (point-to-point kinds have no plan); datatype is
+ * not a ccDataType_t; root is out of range for Broadcast or Reduce; count is so large that
+ * nranks*count elements overflow; json is NULL with jsonBytes > 0, or json and needed are both
+ * NULL; jsonBytes is smaller than *needed. ccInvalidUsage: the communicator was made in a group
+ * whose ccGroupEnd has not run yet, a non-blocking communicator's queued work is still in progress,
+ * or the communicator has failed. */
+ccResult_t ccCommDescribePlan(ccComm_t comm, const char* collective, size_t count, ccDataType_t datatype, int root,
+                              char* json, size_t jsonBytes, size_t* needed);
+
 /* op = scalar × x, summed. residence says where scalar lives. */
 ccResult_t ccRedOpCreatePreMulSum(ccRedOp_t* op, void* scalar, ccDataType_t datatype, ccScalarResidence_t residence,
                                   ccComm_t comm);

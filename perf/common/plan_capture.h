@@ -1,31 +1,29 @@
-// The library's choice per size at COLLCOMM_DEBUG=INFO. The library logs one TUNING line per
-// collective call ("AllReduce rank 0: 1024 bytes, float, algorithm Ring, protocol LL, 1
-// channel(s)"); a sweep makes thousands. When the user asks for INFO (or TRACE) logs on stderr,
-// the harness turns the TUNING subsystem on, reads stderr through a pipe, forwards every other
-// line unchanged, and condenses rank 0's TUNING lines into one "plan" per table row.
+// The library's choice per size at COLLCOMM_DEBUG=INFO: after each table row the harness prints
+// the plan rank 0's calls of that size follow ("algorithm Ring, protocol LL, 1 channel(s)"), read
+// through ccCommDescribePlan (the same planner the calls use; nothing runs, nothing is logged).
 //
-// Tiers: install/uninstall are setup (main thread, before the first and after the last library
-// call); collect is control (global rank 0's thread, between sizes). While capture is on,
-// every log line costs the logging thread a write to a pipe: measure without INFO.
+// Tiers: active() is setup (its answer is read once); describe is control (the reporting rank's
+// thread, between sizes).
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
+#include "collcomm.h"
 #include "common/report.h"
 
 namespace collcomm::perf {
 
 class PlanCapture {
  public:
-  // Turns capture on if COLLCOMM_DEBUG is INFO or TRACE and COLLCOMM_DEBUG_FILE is unset.
-  // Must run before the first library call (the library reads its log settings once).
-  static void install();
+  // Whether the rows show plans: COLLCOMM_DEBUG is INFO or TRACE and COLLCOMM_DEBUG_FILE is unset
+  // (the log goes to the terminal, where the plan lines belong with the rows).
   static bool active();
-  // The distinct plans `rank` logged since the previous collect(), once every line written before
-  // this call has been read.
-  static std::vector<PlanInfo> collect(int rank);
-  // Puts stderr back and stops the reader. Safe to call twice, and when capture is off.
-  static void uninstall();
+  // The plan `comm` makes for one call of `collective` (its name as the library spells it), with
+  // the call's count argument, type and root; empty for operations made of point-to-point
+  // transfers (AlltoAll, Gather, Scatter, SendRecv), which have no plan.
+  static std::vector<PlanInfo> describe(ccComm_t comm, const char* collective, size_t count, ccDataType_t type,
+                                        int root);
 };
 
 }  // namespace collcomm::perf

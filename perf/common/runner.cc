@@ -342,7 +342,6 @@ void RankRunner::typeOpRoot(ccDataType_t type, int opIndex, int root) {
     complete("the warm-up");
   }
   team.barrier(thread_);
-  if (isReporter()) PlanCapture::collect(0);  // drops what warm-up logged
 
   for (int cycle = 0; opts_.runCycles == 0 || cycle < opts_.runCycles; ++cycle) {
     for (size_t bytes : sw_.sizes) {
@@ -357,7 +356,7 @@ void RankRunner::typeOpRoot(ccDataType_t type, int opIndex, int root) {
       row.inPlace = bench(c, true);
       if (isReporter()) {
         row.planCaptured = PlanCapture::active();
-        if (row.planCaptured) row.plans = PlanCapture::collect(0);
+        if (row.planCaptured) row.plans = PlanCapture::describe(comm_, coll_.name, c.counts.param, type, root);
         for (const PlaceResult* p : {&row.outOfPlace, &row.inPlace}) {
           sw_.busBwSum += p->busBw;
           sw_.busBwCount++;
@@ -522,7 +521,6 @@ int perfMain(int argc, char** argv, const Collective& coll) {
     }
   }
 
-  PlanCapture::install();
   Team team;
   team.init(opts);
   const Layout& layout = team.layout();
@@ -551,7 +549,6 @@ int perfMain(int argc, char** argv, const Collective& coll) {
   const double avgBusBw = sw.busBwCount > 0 ? sw.busBwSum / static_cast<double>(sw.busBwCount) : 0;
   if (report) report->end(sw.outOfBounds, avgBusBw);
   gReport = nullptr;
-  PlanCapture::uninstall();
   return sw.outOfBounds != 0 ? 1 : 0;
 }
 

@@ -59,7 +59,7 @@ inline constexpr int kNumCollKinds = 0
 // (collectives/one_shot_all_reduce.h), more over per-peer connections (core/enqueue.cc).
 // Direct: AllGather, Broadcast, ReduceScatter, AllReduce when every rank can read every other
 // rank's memory (same process, or cross-memory attach on one host): each byte is copied once, from
-// the peer's buffer (core/direct_collectives.cc).
+// the peer's buffer (device/host/host_direct.cc).
 enum class Algorithm : int { kRing = 0, kOneShot = 1, kDirect = 2 };
 inline const char* algorithmName(Algorithm a) {
   switch (a) {

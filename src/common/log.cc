@@ -35,7 +35,8 @@ struct NamedBit {
 constexpr NamedBit kSubsysNames[] = {
     {"INIT", kSubsysInit}, {"COLL", kSubsysColl},           {"P2P", kSubsysP2p},     {"SHM", kSubsysShm},
     {"NET", kSubsysNet},   {"BOOTSTRAP", kSubsysBootstrap}, {"GRAPH", kSubsysGraph}, {"TUNING", kSubsysTuning},
-    {"ENV", kSubsysEnv},   {"ALLOC", kSubsysAlloc},         {"PROXY", kSubsysProxy}, {"ALL", kSubsysAll}};
+    {"ENV", kSubsysEnv},   {"ALLOC", kSubsysAlloc},         {"PROXY", kSubsysProxy}, {"PLAN", kSubsysPlan},
+    {"ALL", kSubsysAll}};
 constexpr struct {
   const char* name;
   LogLevel level;

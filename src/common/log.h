@@ -22,6 +22,7 @@ enum LogSubsys : uint32_t {
   kSubsysEnv = 1u << 8,
   kSubsysAlloc = 1u << 9,
   kSubsysProxy = 1u << 10,
+  kSubsysPlan = 1u << 11,  // each distinct plan of a communicator, once (plan/plan_log.h)
   kSubsysAll = ~0u,
 };
 

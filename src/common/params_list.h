@@ -3,7 +3,7 @@
 // clang-format off
 #define CC_PARAM_LIST(X) \
   X(Debug,          STR, "COLLCOMM_DEBUG",          "",     "log level: VERSION, WARN, INFO or TRACE (default: none)") \
-  X(DebugSubsys,    STR, "COLLCOMM_DEBUG_SUBSYS",   "INIT,ENV", "comma list of INIT,COLL,P2P,SHM,NET,BOOTSTRAP,GRAPH,TUNING,ENV,ALLOC,PROXY,ALL; ^ excludes") \
+  X(DebugSubsys,    STR, "COLLCOMM_DEBUG_SUBSYS",   "INIT,ENV", "comma list of INIT,COLL,P2P,SHM,NET,BOOTSTRAP,GRAPH,TUNING,ENV,ALLOC,PROXY,PLAN,ALL; ^ excludes") \
   X(DebugFile,      STR, "COLLCOMM_DEBUG_FILE",     "",     "write logs to this file instead of stderr (%h host, %p pid)") \
   X(Timeout,        INT, "COLLCOMM_TIMEOUT",        "300",  "seconds any wait may take, init included, before ccTimeout") \
   X(SocketIfname,   STR, "COLLCOMM_SOCKET_IFNAME",  "",     "interfaces for bootstrap/net sockets: prefix list, ^ excludes, = exact") \

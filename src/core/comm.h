@@ -17,6 +17,7 @@
 #include "core/comm_worker.h"
 #include "device/executor.h"
 #include "device/fifo.h"
+#include "plan/plan_log.h"
 #include "plan/step_stream_choice.h"
 #include "plan/tuner.h"
 #include "transport/transport.h"
@@ -76,6 +77,18 @@ struct FifoSizes {
   FifoLayout oneShot;  // per-peer connections of the one-shot AllReduce (small messages only)
 };
 
+// What every plan takes from the communicator (made on first use, once it is connected:
+// core/op_plan.h) and the log of its distinct plans.
+struct CommPlans {
+  // Set (release) once shape and rings are made; made under shapeMu. Not std::call_once: its fast
+  // path costs a library call and thread-local stores on every operation.
+  std::atomic<bool> shapeReady{false};
+  std::mutex shapeMu;
+  PlanShape shape;
+  std::vector<PlanRing> rings;
+  PlanLog log;
+};
+
 }  // namespace collcomm::detail
 
 struct ccComm {
@@ -111,6 +124,9 @@ struct ccComm {
   collcomm::detail::TunerConfig tuner;
   // Far operations' FIFO steps streamed or not, by what each way took (plan/step_stream_choice.h).
   collcomm::detail::StepStreamChoice stepStreamChoice;
+  // Plans: the communicator's shape as plan/ sees it, and the distinct plans logged (core/op_plan.h).
+  collcomm::detail::CommPlans plans;
+
   int spinCount = 2000;
   // Waits' spin count once a connection is NET: 0 when this host's ranks and one proxy thread per
   // process outnumber their CPUs (a spinning executor holds the core its proxy needs).

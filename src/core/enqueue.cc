@@ -11,6 +11,7 @@
 #include "core/async.h"
 #include "core/gpu_ops.h"
 #include "core/group.h"
+#include "core/op_plan.h"
 #include "device/dtypes.h"
 #include "device/executor.h"
 #include "device/op_arg.h"
@@ -152,21 +153,10 @@ bool receiverFindsFar(const ccComm* comm, int nChannels) {
 
 Status connectAllCollPeers(ccComm* comm, const Deadline& deadline);
 
-// Whether `algo` talks to every peer (ExecColl::peers) rather than along the rings.
-bool needsPeerConns(Algorithm algo, int nranks) {
-  return algo == Algorithm::kDirect || (algo == Algorithm::kOneShot && nranks > 2);
-}
-
 Status runCollective(ccComm* comm, const Op& op) {
   if (comm->gpu()) return runGpuOp(comm, op);
-  const size_t elem = dtypeSize(op.dtype);
-  const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
-                                              ? static_cast<size_t>(comm->nranks)
-                                              : 1);
-  const CollPlan plan = planCollective(comm->tuner, op.kind, bytes, comm->nranks,
-                                       static_cast<int>(comm->channels.size()), comm->directReach, comm->usesNet);
-  CC_INFO(kSubsysTuning, "%s rank %d: %zu bytes, %s, algorithm %s, protocol %s, %d channel(s)", collName(op.kind),
-          comm->rank, bytes, dtypeName(op.dtype), algorithmName(plan.algo), protocolName(plan.proto), plan.nChannels);
+  const Plan plan = planOp(comm, op);
+  notePlan(comm, plan);
   ExecColl coll{op.kind,
                 plan.algo,
                 plan.proto,
@@ -186,7 +176,7 @@ Status runCollective(ccComm* comm, const Op& op) {
   exec.name = collName(op.kind);
   exec.failure = &failure;
   exec.overNet = comm->usesNet;
-  if (needsPeerConns(plan.algo, comm->nranks)) {
+  if (talksToEveryPeer(plan.algo, comm->nranks)) {  // over ExecColl::peers
     exec.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
     const Status s = connectAllCollPeers(comm, exec.deadline);
     if (!isOk(s)) return failOp(comm, s, failure);
@@ -197,7 +187,7 @@ Status runCollective(ccComm* comm, const Op& op) {
   // (plan/step_stream_choice.h); a clock read costs tens of ns, so only those are timed.
   bool timed = false;
   if (plan.streamSteps && !plan.streamStepsAlways) {
-    coll.streamSteps = comm->stepStreamChoice.choose(op.kind, bytes, receiverFindsFar(comm, plan.nChannels));
+    coll.streamSteps = comm->stepStreamChoice.choose(op.kind, plan.bytes, receiverFindsFar(comm, plan.nChannels));
     timed = comm->stepStreamChoice.wantsTime();
   }
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};

@@ -2,6 +2,7 @@
 #include "core/gpu_ops.h"
 
 #include "common/log.h"
+#include "core/op_plan.h"
 #include "device/dtypes.h"
 #include "device/executor.h"
 #include "plan/tuner.h"
@@ -39,14 +40,8 @@ Status checkGpuOp(ccComm* comm, const Op& op) {
 }
 
 Status runGpuOp(ccComm* comm, const Op& op) {
-  const size_t elem = dtypeSize(op.dtype);
-  const size_t bytes = op.count * elem * (op.kind == CollKind::kAllGather || op.kind == CollKind::kReduceScatter
-                                              ? static_cast<size_t>(comm->nranks)
-                                              : 1);
-  const CollPlan plan = planGpuCollective(comm->tuner, op.kind, bytes, comm->nranks, comm->gpu()->maxChannels());
-  CC_INFO(kSubsysTuning, "%s rank %d (GPU): %zu bytes, %s, algorithm %s, protocol %s, %d channel(s)",
-          collName(op.kind), comm->rank, bytes, dtypeName(op.dtype), algorithmName(plan.algo),
-          protocolName(plan.proto), plan.nChannels);
+  const Plan plan = planOp(comm, op);
+  notePlan(comm, plan);
   const ExecColl coll{op.kind,
                       plan.algo,
                       plan.proto,

@@ -91,6 +91,12 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
 inline constexpr int kGpuDefaultChannels = 32;  // rings a GPU communicator connects unless told
 CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int maxChannels);
 
+// Whether `algo` talks to every peer over per-peer connections (Direct; OneShot on more than two
+// ranks) rather than along the channels' rings.
+inline bool talksToEveryPeer(Algorithm algo, int nranks) {
+  return algo == Algorithm::kDirect || (algo == Algorithm::kOneShot && nranks > 2);
+}
+
 // Whether the Direct algorithm exists for `kind`.
 bool hasDirect(CollKind kind);
 

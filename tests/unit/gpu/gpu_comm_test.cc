@@ -513,6 +513,37 @@ TEST(GpuComm, RefusesHostMemoryAndMissingKinds) {
   });
 }
 
+// ccCommDescribePlan on a GPU communicator: the GPU planner's choices, as its launches make them
+// (plan/tuner.cc planGpuCollective: OneShot with LL for a small two-rank AllReduce; Ring with
+// Simple and several channels for a large one), on the channels' rings.
+TEST(GpuComm, DescribesItsPlan) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(60, [] {
+    std::vector<ccComm_t> comms(2);
+    const int devs[2] = {0, 0};
+    CC_OK(ccCommInitAll(comms.data(), 2, devs));
+    char json[16384];
+    CC_OK(ccCommDescribePlan(comms[1], "AllReduce", 2, ccFloat32, 0, json, sizeof(json), nullptr));
+    std::string s = json;
+    EXPECT_NE(s.find("\"rank\":1,\"device\":\"gpu\""), std::string::npos) << s;
+    EXPECT_NE(s.find("\"algorithm\":\"OneShot\",\"protocol\":\"LL\",\"channels\":1,\"on_rings\":true"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("\"rings\":[[0,1]]"), std::string::npos) << s;
+    CC_OK(ccCommDescribePlan(comms[0], "AllReduce", size_t{1} << 22, ccFloat32, 0, json, sizeof(json), nullptr));
+    s = json;
+    EXPECT_NE(s.find("\"algorithm\":\"Ring\",\"protocol\":\"Simple\""), std::string::npos) << s;
+    const size_t at = s.find("\"channels\":");
+    ASSERT_NE(at, std::string::npos) << s;
+    const int channels = atoi(s.c_str() + at + 11);
+    EXPECT_GT(channels, 1) << s;
+    size_t rings = 0;
+    for (size_t p = s.find("[0,1]"); p != std::string::npos; p = s.find("[0,1]", p + 1)) ++rings;
+    EXPECT_EQ(rings, static_cast<size_t>(channels)) << s;
+    for (ccComm_t c : comms) CC_OK(ccCommDestroy(c));
+  });
+}
+
 // The sweeps last: the quick checks above report even if a time limit cuts these short.
 TEST(GpuComm, TwoRanksMatchHost) { sweep(2); }
 TEST(GpuComm, EightRanksMatchHost) { sweep(8); }

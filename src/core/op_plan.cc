@@ -1,0 +1,30 @@
+// The communicator's side of a plan (op_plan.h).
+#include "core/op_plan.h"
+
+#include <mutex>
+
+namespace collcomm::detail {
+
+// Read once: channels, rings and steps do not change after init (the ring step is the one every
+// rank agreed on, core/init.cc agreeRingStep).
+void makeShape(ccComm* comm) {
+  CommPlans& p = comm->plans;
+  std::lock_guard<std::mutex> lock(p.shapeMu);
+  if (p.shapeReady.load(std::memory_order_relaxed)) return;
+  for (const Channel& ch : comm->channels) p.rings.push_back(PlanRing{ch.ringRanks.data(), ch.ringPos});
+  PlanShape& s = p.shape;
+  s.rank = comm->rank;
+  s.nranks = comm->nranks;
+  s.gpu = comm->gpu() != nullptr;
+  s.nChannels = static_cast<int>(comm->channels.size());
+  s.rings = p.rings.data();
+  s.maxGpuChannels = comm->gpu() ? comm->gpu()->maxChannels() : 0;
+  s.reach = comm->directReach;
+  const bool connected = comm->nranks > 1 && !comm->channels.empty();
+  const SendConn* send = connected ? &comm->channels[0].send : nullptr;
+  s.simpleStepBytes = connected ? send->simpleStepMax : comm->fifoSizes.ring.simpleStepBytes;
+  s.llStepBytes = (connected ? send->llStepLines : comm->fifoSizes.ring.llStepLines) * kLlBytesPerLine;
+  p.shapeReady.store(true, std::memory_order_release);
+}
+
+}  // namespace collcomm::detail
