@@ -20,6 +20,7 @@ Status submitAsync(ccComm* comm, CommWorker::Job job) {
         const Status s = job();
         if (!isOk(s)) {
           // The sentence first: ccCommGetAsyncError reads it once the worker is idle.
+          std::lock_guard<std::mutex> lock(comm->asyncMu);
           comm->asyncMessage = threadLastError();
           int expected = ccSuccess;
           comm->asyncError.compare_exchange_strong(expected, static_cast<int>(s));
@@ -35,7 +36,10 @@ ccResult_t asyncState(ccComm* comm) {
   if (comm->worker && comm->worker->busy()) return ccInProgress;
   if (comm->gpu()) (void)pollGpuFailure(comm);  // a kernel's failure, as the stream ran it
   const int err = comm->asyncError.load();
-  if (err != ccSuccess && !comm->asyncMessage.empty()) comm->lastError = comm->asyncMessage;
+  if (err != ccSuccess) {
+    std::lock_guard<std::mutex> lock(comm->asyncMu);
+    if (!comm->asyncMessage.empty()) comm->lastError = comm->asyncMessage;
+  }
   return static_cast<ccResult_t>(err);
 }
 

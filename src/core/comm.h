@@ -148,6 +148,9 @@ struct ccComm {
   // The sentence of the first failure of a non-blocking communicator's queued work: written by the
   // worker, read by ccCommGetAsyncError once the worker is idle (core/async.h).
   std::string asyncMessage;
+  // asyncMessage against a GPU failure recorded on one thread (pollGpuFailure) while another reads
+  // it (ccCommGetAsyncError): the failure's code and its sentence are set together under it.
+  std::mutex asyncMu;
 
   // What connections made now are set up with (the job's secret, the deadline, netOpsRunning).
   collcomm::detail::ConnSetup connSetup(collcomm::detail::Deadline deadline) const;

@@ -1,6 +1,8 @@
 // A GPU communicator's operations (see gpu_ops.h).
 #include "core/gpu_ops.h"
 
+#include <mutex>
+
 #include "common/log.h"
 #include "core/op_plan.h"
 #include "device/dtypes.h"
@@ -64,6 +66,7 @@ Status pollGpuFailure(ccComm* comm) {
   std::string message;
   const Status s = comm->gpu()->failure(comm->hostNames.data(), &message);
   if (isOk(s)) return kOk;
+  std::lock_guard<std::mutex> lock(comm->asyncMu);
   int expected = ccSuccess;
   if (comm->asyncError.compare_exchange_strong(expected, static_cast<int>(s))) comm->asyncMessage = message;
   return s;
