@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/asymmetric_fence.h"
+#include "common/futex.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "core/peer_info.h"
@@ -138,6 +139,10 @@ ExecSetup executorSetup(ccComm* comm) {
   for (const PeerInfo& p : comm->peers) setup.peers.push_back({p.pid, p.processToken == me.processToken});
   setup.spinCount = comm->spinCount;
   setup.netSpinCount = comm->netSpinCount;
+  // Waits may sleep only where every process's publishers are covered by the parking fence; every
+  // process of the job registers here, before its first operation.
+  const int64_t parkAfterUs = paramInt(Param::kParkAfterUs);
+  setup.parkAfterNs = parkAfterUs > 0 && parkingFenceReady() ? parkAfterUs * 1000 : 0;
   setup.progress = proxyRoundHere;
   setup.sendNow = proxySendsHere;
   setup.sendNowMinBytes = comm->tuner.sendNowThreshold;

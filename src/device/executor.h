@@ -129,6 +129,8 @@ struct ExecSetup {
   std::vector<ExecPeer> peers;             // per rank
   int spinCount = 2000;                    // polls before a wait starts yielding its core
   int netSpinCount = 2000;                 // ... when some connection is NET (ExecOp::overNet)
+  // Nanoseconds a wait yields before it sleeps until its peer publishes (0: never; never over NET).
+  int64_t parkAfterNs = 0;
   // Over NET: one round of the process's network progress on the waiting thread, true if it ran
   // one; and the process's network sends on the publishing thread, after a Simple step of at least
   // sendNowMinBytes (HostWaitContext says how waits use them).

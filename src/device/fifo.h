@@ -53,6 +53,16 @@ CC_HD inline bool isGone(uint32_t state) { return (state & kPeerGone) != 0; }
 CC_HD inline int goneCulprit(uint32_t state) { return static_cast<int>(state >> 8) - 1; }
 CC_HD inline GoneReason goneReason(uint32_t state) { return static_cast<GoneReason>((state >> 1) & 0x7f); }
 
+// Where a host waiter that has waited long sleeps (HostPlatform::waitUntil) and how whoever
+// publishes what it waits for wakes it: the waiter sets `parked`, checks once more, and sleeps on
+// `rings` (a futex word); a publisher that sees `parked` bumps `rings` and wakes it. Publishers
+// read `parked` after every publish, so it sits on a line of its own that changes only when a
+// waiter parks. Unused on GPUs (their waits never sleep).
+struct Doorbell {
+  uint32_t parked;
+  uint32_t rings;
+};
+
 // Control words, each on its own cache line so the two sides never write the same line.
 struct FifoCtrl {
   alignas(128) uint64_t simpleTail;  // sender -> receiver
@@ -67,6 +77,8 @@ struct FifoCtrl {
   alignas(128) uint64_t streamHint;
   alignas(128) uint64_t llHead;      // receiver -> sender: LL steps consumed
   uint64_t llHeadLine;               // receiver -> sender: its LlCursor::line after them (stored first)
+  alignas(128) Doorbell dataBell;   // the receiver parks here; the sender rings after publishing data
+  alignas(128) Doorbell spaceBell;  // the sender parks here; the receiver rings after freeing slots
   alignas(128) uint32_t senderState;
   alignas(128) uint32_t receiverState;
   uint32_t simpleStepBytes;
@@ -126,6 +138,8 @@ struct PeerRef {
   const char* host = "";         // owned by the communicator
   uint32_t* peerState = nullptr;  // the other side's PeerState word in the FIFO
   uint32_t* ownState = nullptr;   // ours
+  Doorbell* waitBell = nullptr;   // where this side parks (its FIFO's data or space doorbell)
+  Doorbell* wakeBell = nullptr;   // the other side's, rung after this side publishes
 };
 
 // The sending side's view of a connection.

@@ -53,6 +53,7 @@ struct ProtoSimple {
       plat.storeRelease(&c.ctrl->simpleTail, c.simpleStep + 1);
     }
     c.simpleStep++;
+    if constexpr (requires { plat.published(c.peer); }) plat.published(c.peer);
     if constexpr (requires { plat.stepPublished(c, bytes); }) plat.stepPublished(c, bytes);
   }
 
@@ -82,6 +83,7 @@ struct ProtoSimple {
     plat.barrier();
     if (plat.tid() == 0) plat.storeRelease(&c.ctrl->simpleHead, c.simpleStep + 1);
     c.simpleStep++;
+    if constexpr (requires { plat.published(c.peer); }) plat.published(c.peer);
   }
 };
 
@@ -150,6 +152,7 @@ struct ProtoLL {
 #endif
     for (size_t i = first; i < nLines; i += plat.nthreads()) plat.storeRelaxed(&lines[i], line(i));
     c.llStep++;
+    if constexpr (requires { plat.published(c.peer); }) plat.published(c.peer);
   }
 
   template <class Platform>
@@ -193,6 +196,7 @@ struct ProtoLL {
       plat.storeRelease(&c.ctrl->llHead, c.llStep + 1);
     }
     c.llStep++;
+    if constexpr (requires { plat.published(c.peer); }) plat.published(c.peer);
   }
 };
 

@@ -32,6 +32,8 @@ void bindPeer(Conn& conn, const PeerInfo& self, const PeerInfo& peer, bool isSen
   conn.peer.host = peer.host;
   conn.peer.peerState = isSend ? &conn.ctrl->receiverState : &conn.ctrl->senderState;
   conn.peer.ownState = isSend ? &conn.ctrl->senderState : &conn.ctrl->receiverState;
+  conn.peer.waitBell = isSend ? &conn.ctrl->spaceBell : &conn.ctrl->dataBell;
+  conn.peer.wakeBell = isSend ? &conn.ctrl->dataBell : &conn.ctrl->spaceBell;
   conn.simpleStep = 0;
   conn.llStep = 0;
   conn.llCursor = LlCursor{};

@@ -3,6 +3,7 @@
 // peers (or the same peer both ways) always makes progress.
 #include <cstring>
 
+#include "common/futex.h"
 #include "device/host/host_executor.h"
 
 namespace collcomm::detail {
@@ -25,6 +26,7 @@ bool pumpSend(ExecTransfer& op) {
     P::storeRelaxed(&c.ctrl->simpleBytes[slot], len);
     P::storeRelease(&c.ctrl->simpleTail, c.simpleStep + 1);
     c.simpleStep++;
+    wakeParked(c.peer.wakeBell);
     op.done += len;
     moved = true;
   }
@@ -46,10 +48,21 @@ bool pumpRecv(ExecTransfer& op, P& plat) {
     memcpy(static_cast<char*>(op.buf) + op.done, c.simpleBuf + slot * c.simpleStepBytes, len);
     P::storeRelease(&c.ctrl->simpleHead, c.simpleStep + 1);
     c.simpleStep++;
+    wakeParked(c.peer.wakeBell);
     op.done += len;
     moved = true;
   }
   return moved;
+}
+
+// Whether a transfer's next step can move (idle's check once it has parked).
+bool roomToSend(void* t) {
+  const SendConn& c = *static_cast<ExecTransfer*>(t)->send;
+  return P::loadAcquire(&c.ctrl->simpleHead) + kNumSteps > c.simpleStep;
+}
+bool dataToReceive(void* t) {
+  const RecvConn& c = *static_cast<ExecTransfer*>(t)->recv;
+  return P::loadAcquire(&c.ctrl->simpleTail) > c.simpleStep;
 }
 
 Status matchSelfTransfers(ExecTransfer* ops, size_t nOps, int selfRank, const HostWaitContext& ctx) {
@@ -83,6 +96,7 @@ Status hostRunP2p(ExecTransfer* ops, size_t nOps, int selfRank, const HostWaitCo
   for (;;) {
     bool moved = false;
     const ExecTransfer* waitingOn = nullptr;
+    int waiting = 0;  // active transfers not done
     // Only the first unfinished transfer per (peer, direction) is active: the order of a pair's
     // transfers is the order the receiver expects them in.
     for (size_t i = 0; i < nOps; ++i) {
@@ -94,7 +108,10 @@ Status hostRunP2p(ExecTransfer* ops, size_t nOps, int selfRank, const HostWaitCo
       if (earlierPending) continue;
       moved |= op.isSend ? pumpSend(op) : pumpRecv(op, plat);
       if (!isOk(plat.status())) return plat.status();
-      if (op.done < op.bytes && waitingOn == nullptr) waitingOn = &op;
+      if (op.done < op.bytes) {
+        if (waitingOn == nullptr) waitingOn = &op;
+        ++waiting;
+      }
     }
     if (waitingOn == nullptr) return kOk;
     if (moved) {
@@ -102,7 +119,12 @@ Status hostRunP2p(ExecTransfer* ops, size_t nOps, int selfRank, const HostWaitCo
       continue;
     }
     const PeerRef& peer = waitingOn->isSend ? waitingOn->send->peer : waitingOn->recv->peer;
-    if (!plat.idle(&idleRounds, peer, waitingOn->isSend ? "buffer space (ccSend)" : "data (ccRecv)"))
+    // Waiting on one connection only, a long idle may sleep until that peer publishes (with more,
+    // a publish on another would not wake it).
+    const bool alone = waiting == 1;
+    if (!plat.idle(&idleRounds, peer, waitingOn->isSend ? "buffer space (ccSend)" : "data (ccRecv)",
+                   alone ? (waitingOn->isSend ? roomToSend : dataToReceive) : nullptr,
+                   const_cast<ExecTransfer*>(waitingOn)))
       return plat.status();
   }
 }

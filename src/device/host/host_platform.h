@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "common/deadline.h"
+#include "common/futex.h"
 #include "common/status.h"
 #include "device/executor.h"
 #include "device/fifo.h"
@@ -56,6 +57,11 @@ struct HostWaitContext {
   // side's next wait. Smaller steps are a small message's, whose next wait comes at once.
   bool (*sendNow)() = nullptr;
   size_t sendNowMinBytes = 0;
+  // A wait that has yielded its core for this long (ns) parks: it sleeps until the peer publishes
+  // (the peer's wakeParked) or kParkNs pass, so other threads of the machine get the core
+  // (0: never; also where the parking fence is missing, and over NET, whose waits may be the ones
+  // running the network's progress).
+  int64_t parkAfterNs = 0;
 };
 
 inline void cpuRelax() {
@@ -106,6 +112,9 @@ class HostPlatform {
     collcomm::detail::reduceCopyStreaming(fn, n, src0, pre0, src1, pre1, dst0, stream0, dst1, stream1, post);
   }
 
+  // Something the other side of `peer`'s connection may wait for was published (protocols.h).
+  static void published(const PeerRef& peer) { wakeParked(peer.wakeBell); }
+
   // A Simple step of `bytes` was published to `c` (protocols.h postSend).
   void stepPublished(const SendConn& c, size_t bytes) {
     if (c.proxied && ctx_.sendNow != nullptr && bytes >= ctx_.sendNowMinBytes) ctx_.sendNow();
@@ -122,21 +131,42 @@ class HostPlatform {
       if (i >= kTightPolls) cpuRelax();
     }
     auto recheck = [](void* p) { return (*static_cast<std::remove_reference_t<Pred>*>(p))(); };
+    const bool mayPark = ctx_.parkAfterNs > 0 && peer.waitBell != nullptr;
+    const Deadline::Clock::time_point parkAt =
+        mayPark ? Deadline::Clock::now() + std::chrono::nanoseconds(ctx_.parkAfterNs) : Deadline::Clock::time_point{};
     for (uint32_t i = 0;; ++i) {
       if (pred()) return true;
-      if (!progressHere() || (i & 15) == 15) sched_yield();
+      if (mayPark && (i & 3) == 3 && Deadline::Clock::now() >= parkAt)
+        park(*peer.waitBell, pred);
+      else if (!progressHere() || (i & 15) == 15)
+        sched_yield();
       if ((i & 7) == 7 && !healthy(peer, what, {recheck, &pred})) return false;
     }
   }
 
+  // The longest one park sleeps: a bound on how late a waiter notices an abort, a peer's
+  // departure or its deadline (the publishers it waits for wake it at once).
+  static constexpr int64_t kParkNs = 2'000'000;
+
   // For engines that poll several connections: one idle round; false once the wait has failed.
-  bool idle(uint32_t* iteration, const PeerRef& peer, const char* what) {
+  // `ready` (may be null): when the engine waits on `peer`'s connection alone, whether what it
+  // waits for is there; with it a long idle parks on the connection like waitUntil.
+  bool idle(uint32_t* iteration, const PeerRef& peer, const char* what, bool (*ready)(void*) = nullptr,
+            void* readyArg = nullptr) {
     const uint32_t i = (*iteration)++;
     if (static_cast<int>(i) < ctx_.spinCount) {
       cpuRelax();
       return true;
     }
-    if (!progressHere() || (i & 15) == 15) sched_yield();
+    const bool mayPark = ready != nullptr && ctx_.parkAfterNs > 0 && peer.waitBell != nullptr;
+    if (mayPark && static_cast<int>(i) == ctx_.spinCount)
+      idleParkAt_ = Deadline::Clock::now() + std::chrono::nanoseconds(ctx_.parkAfterNs);
+    if (mayPark && (i & 3) == 3 && idleParkAt_ != Deadline::Clock::time_point{} && Deadline::Clock::now() >= idleParkAt_) {
+      auto pred = [&] { return ready(readyArg); };
+      park(*peer.waitBell, pred);
+    } else if (!progressHere() || (i & 15) == 15) {
+      sched_yield();
+    }
     // The caller's next round is the second look at a peer that left (see Recheck).
     auto oneMoreRound = [](void* self) {
       auto* plat = static_cast<HostPlatform*>(self);
@@ -182,6 +212,17 @@ class HostPlatform {
     if (ctx_.failure != nullptr) *ctx_.failure = ExecFailure{culprit, reason};
   }
   bool progressHere() const { return ctx_.progress != nullptr && ctx_.progress(); }
+  // Sleeps on `bell` until rung or kParkNs pass, unless `pred` holds once parked is visible to
+  // every publisher (parkingFence: a publish made before a publisher read `parked` as 0 is seen by
+  // the check here, and one made after it rings).
+  template <class Pred>
+  static void park(Doorbell& bell, Pred& pred) {
+    const uint32_t rings = __atomic_load_n(&bell.rings, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&bell.parked, 1u, __ATOMIC_RELAXED);
+    parkingFence();
+    if (!pred()) futexWait(&bell.rings, rings, kParkNs);
+    __atomic_store_n(&bell.parked, 0u, __ATOMIC_RELAXED);
+  }
   const char* hostOf(int rank) const {
     return ctx_.hostNames != nullptr && rank >= 0 && rank < ctx_.nranks ? ctx_.hostNames[rank] : "?";
   }
@@ -193,6 +234,8 @@ class HostPlatform {
   // first wait that left its spin phase.
   bool deadlineStarted_ = false;
   Deadline::Clock::time_point deadline_{};
+  // idle(): when a wait that may park parks (set as it leaves its spin phase).
+  Deadline::Clock::time_point idleParkAt_{};
   // idle(): the peer whose departure was granted one more round of the caller's polling.
   const uint32_t* graceFor_ = nullptr;
   const uint32_t* graceGiven_ = nullptr;

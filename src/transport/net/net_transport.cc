@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "common/futex.h"
 #include "common/log.h"
 #include "proxy/proxy.h"
 #include "transport/net/net.h"
@@ -267,6 +268,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     while (sDone_ < sPosted_ && testDone(sReq_[sDone_ % kNumSteps], nullptr)) {
       sDone_++;
       storeRelease(&ctrl_->simpleHead, sDone_);
+      wakeParked(&ctrl_->spaceBell);
       moved = true;
     }
     while (!broken_ && lPosted_ - lDone_ < kLlInFlight) {
@@ -297,6 +299,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       storeRelease(&ctrl_->llHeadLine, lLineEnd_[lDone_ % kLlInFlight]);
       lDone_++;
       storeRelease(&ctrl_->llHead, lDone_);
+      wakeParked(&ctrl_->spaceBell);
       moved = true;
     }
     if (!broken_ && !stateSent_) {
@@ -320,6 +323,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       storeRelaxed(&ctrl_->simpleBytes[sDone_ % kNumSteps], size);
       sDone_++;
       storeRelease(&ctrl_->simpleTail, sDone_);
+      wakeParked(&ctrl_->dataBell);
       moved = true;
     }
     while (lDone_ < lPosted_ && roomToLand() && testDone(lReq_[lDone_ % kLlInFlight], &size)) {
@@ -327,6 +331,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       uint64_t* dst = llBuf_ + lCursor_.place(size / sizeof(uint64_t), ringLines());
       for (size_t i = 0; i < size / sizeof(uint64_t); ++i) storeRelaxed(&dst[i], src[i]);
       lDone_++;
+      wakeParked(&ctrl_->dataBell);
       moved = true;
     }
     if (stateReq_ != nullptr && testDone(stateReq_, nullptr)) {
