@@ -37,6 +37,7 @@
   X(NvbDisable,     INT, "COLLCOMM_NVB_DISABLE",    "0",    "1: no GPU-GPU NVLink paths through an intermediate GPU (NVB)") \
   X(SocketNthreads, INT, "COLLCOMM_SOCKET_NTHREADS", "-1", "helper threads per NET socket connection (0: all data on the control socket); -1: by link speed, none below 4 CPUs") \
   X(NsocksPerthread, INT, "COLLCOMM_NSOCKS_PERTHREAD", "-1", "data sockets per helper thread of a NET socket connection; -1: by link speed") \
+  X(RingOrder,      STR, "COLLCOMM_RING_ORDER",     "hosts", "order of the ranks on each channel's ring: hosts (ranks of one host contiguous, hosts by lowest rank), identity (rank order) or reverse (hosts, backwards; for tests)") \
   X(Hostid,         STR, "COLLCOMM_HOSTID",         "",     "host identity replacing hostname+boot id in the same-host test (containers, network namespaces, tests)") \
   X(IdFile,         STR, "COLLCOMM_ID_FILE",        "",     "read by libcollcomm_launch only: the file where rank 0 of a launched job publishes its id (default: under /tmp, named after the job)")
 
@@ -73,6 +74,7 @@
 #define CC_PARAM_WORDS(X) \
   X(SocketFamily,   "AF_INET|AF_INET6") \
   X(HostSimd,       "auto|avx512|avx2|portable") \
+  X(RingOrder,      "hosts|identity|reverse") \
   X(P2pLevel,       "LOC|NVL|NVB|PIX|PXB|PHB|SYS") \
   X(NetGdrLevel,    "LOC|NVL|NVB|PIX|PXB|PHB|SYS")
 // clang-format on

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "core/peer_info.h"
+#include "plan/rings.h"
 #include "proxy/proxy.h"
 #include "transport/cma/cma_probe.h"
 #include "transport/connect.h"
@@ -49,21 +50,34 @@ Status exchangePeerInfo(ccComm* comm, Deadline deadline) {
 }
 
 Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
+  // Every rank plans the rings alone, from what all of them know: they must plan alike, or their
+  // connections would wait for each other until the deadline.
+  const PeerInfo& me = comm->peers[comm->rank];
+  std::vector<RankPlace> places;
+  for (const PeerInfo& p : comm->peers) {
+    if (p.ringOrder != me.ringOrder)
+      return CC_ERROR(Status::kInvalidUsage,
+                      "rank %d (host %s) and rank %d (host %s) were given different COLLCOMM_RING_ORDER values; every "
+                      "rank of a communicator must order its rings alike",
+                      comm->rank, me.host, p.rank, p.host);
+    places.push_back({p.hostHash, p.processToken});
+  }
   comm->channels.resize(nChannels);
+  std::vector<std::vector<int>> rings = planRings(places, nChannels, static_cast<RingOrder>(me.ringOrder));
   std::vector<ConnectRequest> requests;
   for (int c = 0; c < nChannels; ++c) {
     Channel& ch = comm->channels[c];
     ch.id = c;
-    ch.ringRanks.resize(comm->nranks);
-    for (int i = 0; i < comm->nranks; ++i) ch.ringRanks[i] = i;
-    ch.ringPos = comm->rank;
+    ch.ringRanks = std::move(rings[c]);
+    ch.ringPos =
+        static_cast<int>(std::find(ch.ringRanks.begin(), ch.ringRanks.end(), comm->rank) - ch.ringRanks.begin());
     if (comm->nranks == 1) continue;
     const int next = ch.ringRanks[(ch.ringPos + 1) % comm->nranks];
     const int prev = ch.ringRanks[(ch.ringPos + comm->nranks - 1) % comm->nranks];
-    requests.push_back({prev, false, kRingTagBase + c, comm->fifoSizes.ring, nullptr, &ch.recv, &ch.recvMem,
-                        &ch.recvTransport});
-    requests.push_back({next, true, kRingTagBase + c, comm->fifoSizes.ring, &ch.send, nullptr, &ch.sendMem,
-                        &ch.sendTransport});
+    requests.push_back(
+        {prev, false, kRingTagBase + c, comm->fifoSizes.ring, nullptr, &ch.recv, &ch.recvMem, &ch.recvTransport});
+    requests.push_back(
+        {next, true, kRingTagBase + c, comm->fifoSizes.ring, &ch.send, nullptr, &ch.sendMem, &ch.sendTransport});
   }
   CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->connSetup(deadline), requests));
   for (const ConnectRequest& r : requests) comm->usesNet |= *r.transportName == kNetTransport.name;
@@ -172,9 +186,8 @@ void logSummary(const ccComm* comm) {
           "comm %p%s%s rank %d nranks %d host %s pid %d device %s: %zu channel(s), ring steps of %zu bytes "
           "(LL: %zu), timeout %d s",
           static_cast<const void*>(comm), comm->config.name.empty() ? "" : " name ", comm->config.name.c_str(),
-          comm->rank, comm->nranks, me.host, me.pid,
-          me.device >= 0 ? std::to_string(me.device).c_str() : "host", comm->channels.size(), simpleStep, llStep,
-          comm->config.timeoutSeconds);
+          comm->rank, comm->nranks, me.host, me.pid, me.device >= 0 ? std::to_string(me.device).c_str() : "host",
+          comm->channels.size(), simpleStep, llStep, comm->config.timeoutSeconds);
   for (const Channel& ch : comm->channels) {
     if (comm->nranks == 1) break;
     CC_INFO(kSubsysInit, "channel %d: rank %d (%s) -> rank %d via %s; rank %d (%s) -> rank %d via %s", ch.id,
@@ -281,7 +294,7 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   }
   DirectAccess direct;
   CC_CHECK(probeDirectAccess(*comm->bootstrap, comm->peers, rank, deadline, &direct));
-  comm->directReach = !direct.ok ? DirectReach::kNone
+  comm->directReach = !direct.ok            ? DirectReach::kNone
                       : direct.crossProcess ? DirectReach::kCrossProcess
                                             : DirectReach::kInProcess;
   makePeerConns(comm);

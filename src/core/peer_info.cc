@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/params.h"
+#include "plan/rings.h"
 
 namespace collcomm::detail {
 namespace {
@@ -63,6 +64,7 @@ PeerInfo localPeerInfo(int rank, int device) {
   info.hostHash = localHostHash();
   info.processToken = localProcessToken();
   info.device = device;
+  info.ringOrder = static_cast<int32_t>(ringOrderFromParams());
   if (const std::string id = paramStr(Param::kHostid); !id.empty())
     snprintf(info.host, sizeof(info.host), "%s", id.c_str());
   else

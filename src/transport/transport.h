@@ -24,6 +24,7 @@ struct PeerInfo {
   uint64_t processToken;  // same value <=> same process
   int device;
   char host[64];
+  int32_t ringOrder;      // the COLLCOMM_RING_ORDER this rank plans rings with (plan/rings.h)
   uint64_t cpuMask[16];   // the CPUs the rank's thread may run on at init (first 1024)
 };
 

@@ -5,7 +5,8 @@
 //
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
 // environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
-// sweep, p2p, die, die-mid, linkdown, once, threads, leave, hang (see the functions below).
+// sweep, p2p, die, die-mid, linkdown, once, rings, bench, threads, leave, hang (see the functions
+// below).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
 // 2 for bad command-line use; 3 (die scenarios, also with a FAIL line) when everything held except
@@ -29,6 +30,7 @@
 #include "collcomm.h"
 #include "support/coll_check.h"
 #include "support/op_signal.h"
+#include "support/plan_rings.h"
 #include "support/watchdog.h"
 
 namespace collcomm::test {
@@ -130,6 +132,48 @@ int runSweep(ccComm_t comm, int rank, int nranks) {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   say("%zu cases passed in %.1f s", cases.size(), s);
+  return 0;
+}
+
+// ---- rings: the plan's rings, then exact results on them ----
+
+// Prints "plan {json}" for an AllReduce of 16 MiB (the driver reads the rings from it), then runs
+// that AllReduce and the sweep, every result checked exactly.
+int runRings(ccComm_t comm, int rank, int nranks) {
+  const size_t count = size_t{4} << 20;
+  const std::string json = allReducePlanJson(comm, count);
+  if (json.empty()) return fail("ccCommDescribePlan failed: " + lastError(comm));
+  say("plan %s", json.c_str());
+  const std::string f = runCase(comm, rank, nranks, CaseSpec{Coll::kAllReduce, ccFloat32, ccSum, count, false, 0});
+  if (!f.empty()) return fail(f);
+  return runSweep(comm, rank, nranks);
+}
+
+// ---- bench: AllReduce bus bandwidth at 16 MiB ----
+
+// CC_MP_BENCH_ITERS timed AllReduces (default 10) after 2 untimed ones; prints "busbw X GB/s" as
+// nccl-tests counts it (algbw x 2(n-1)/n) and checks the last result exactly.
+int runBench(ccComm_t comm, int rank, int nranks) {
+  const char* env = getenv("CC_MP_BENCH_ITERS");
+  const int iters = env != nullptr ? atoi(env) : 10;
+  if (iters < 1) return fail("CC_MP_BENCH_ITERS must be a positive number");
+  const size_t count = size_t{4} << 20;
+  std::vector<float> send(count, static_cast<float>(rank + 1)), recv(count, 0.0f);
+  std::chrono::steady_clock::time_point t0;
+  for (int i = 0; i < 2 + iters; ++i) {
+    if (i == 2) t0 = std::chrono::steady_clock::now();
+    const ccResult_t r = ccAllReduce(send.data(), recv.data(), count, ccFloat32, ccSum, comm, nullptr);
+    if (r != ccSuccess) return fail(callFailed("ccAllReduce", r, comm));
+    if (i == 1 + iters) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
+      const double algbw = static_cast<double>(count * sizeof(float)) / s / 1e9;
+      say("allreduce 16 MiB: %.3f ms, algbw %.3f GB/s, busbw %.3f GB/s", s * 1e3, algbw,
+          algbw * 2.0 * (nranks - 1) / nranks);
+    }
+  }
+  const float want = static_cast<float>(nranks) * static_cast<float>(nranks + 1) / 2.0f;
+  for (size_t i = 0; i < count; ++i)
+    if (recv[i] != want) return fail("allreduce element " + std::to_string(i) + " is " + std::to_string(recv[i]));
   return 0;
 }
 
@@ -492,7 +536,8 @@ int workerMain(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
     fprintf(stderr,
-            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|threads|leave|hang --nranks=N --rank=R "
+            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|rings|bench|threads|leave|hang --nranks=N "
+            "--rank=R "
             "[--id=HEX|commid]\n"
             "       [--watchdog=SECONDS]\n"
             "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
@@ -529,9 +574,12 @@ int workerMain(int argc, char** argv) {
                                         : a.scenario == "die-mid"  ? runDieMid
                                         : a.scenario == "linkdown" ? runLinkDown
                                         : a.scenario == "once"     ? runOnce
+                                        : a.scenario == "rings"    ? runRings
+                                        : a.scenario == "bench"    ? runBench
                                                                    : nullptr;
   if (scenario == nullptr)
-    return fail("unknown scenario \"" + a.scenario + "\" (sweep, p2p, die, die-mid, linkdown, once or hang)");
+    return fail("unknown scenario \"" + a.scenario +
+                "\" (sweep, p2p, die, die-mid, linkdown, once, rings, bench or hang)");
   if (a.scenario == "once") {
     rlimit limit{};
     getrlimit(RLIMIT_NOFILE, &limit);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "support/coll_check.h"
+#include "support/plan_rings.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
 
@@ -14,11 +15,12 @@ namespace {
 
 struct SweepParam {
   int nranks;
-  const char* proto;  // COLLCOMM_PROTO, "" for the planner's choice
-  bool shm;           // COLLCOMM_P2P_DISABLE=1
-  bool net = false;   // and COLLCOMM_SHM_DISABLE=1: every byte crosses sockets
-  const char* algo = "";      // COLLCOMM_ALGO
-  bool streamAll = false;     // COLLCOMM_STREAM_THRESHOLD=0: every result by streaming stores
+  const char* proto;           // COLLCOMM_PROTO, "" for the planner's choice
+  bool shm;                    // COLLCOMM_P2P_DISABLE=1
+  bool net = false;            // and COLLCOMM_SHM_DISABLE=1: every byte crosses sockets
+  const char* algo = "";       // COLLCOMM_ALGO
+  bool streamAll = false;      // COLLCOMM_STREAM_THRESHOLD=0: every result by streaming stores
+  const char* ringOrder = "";  // COLLCOMM_RING_ORDER, "" for the default (plan/rings.h)
 };
 
 class ThreadSweep : public ::testing::TestWithParam<SweepParam> {};
@@ -32,7 +34,9 @@ TEST_P(ThreadSweep, EveryCollectiveExact) {
   setenv("COLLCOMM_TIMEOUT", "60", 1);
   setenv("COLLCOMM_ALGO", p.algo, 1);
   setenv("COLLCOMM_STREAM_THRESHOLD", p.streamAll ? "0" : "-1", 1);
+  if (p.ringOrder[0] != '\0') setenv("COLLCOMM_RING_ORDER", p.ringOrder, 1);
   ThreadRanks ranks(p.nranks);
+  unsetenv("COLLCOMM_RING_ORDER");
   unsetenv("COLLCOMM_PROTO");
   unsetenv("COLLCOMM_P2P_DISABLE");
   unsetenv("COLLCOMM_SHM_DISABLE");
@@ -41,6 +45,18 @@ TEST_P(ThreadSweep, EveryCollectiveExact) {
   ASSERT_EQ(ranks.initResult(), ccSuccess) << ccGetLastError(nullptr);
   const auto cases = conformanceCases(p.nranks, p.proto[0] == '\0' && p.nranks <= 4);
   ranks.run([&](int rank, ccComm_t comm) {
+    if (std::string(p.ringOrder) == "reverse" && p.nranks > 1) {
+      // The sweep runs on the rings the plan shows: one host, so the identity backwards.
+      std::vector<int> reversed;
+      for (int r = p.nranks - 1; r >= 0; --r) reversed.push_back(r);
+      const std::string json = allReducePlanJson(comm, size_t{4} << 20);
+      const auto rings = ringsOfPlanJson(json);
+      // (Direct, which the planner may take at this size in one process, runs on no rings.)
+      if (rings.empty() && std::string(p.algo) == "Ring")
+        return ranks.fail("rank " + std::to_string(rank) + ": a Ring plan on no rings: " + json);
+      for (const auto& ring : rings)
+        if (ring != reversed) return ranks.fail("rank " + std::to_string(rank) + ": not the reversed ring: " + json);
+    }
     for (const CaseSpec& c : cases) {
       std::string f = runCase(comm, rank, p.nranks, c);
       if (!f.empty()) {
@@ -76,13 +92,23 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
                                            SweepParam{4, "", true, false, "Direct"},
                                            SweepParam{5, "", false, false, "Direct", true},
                                            SweepParam{2, "", false, false, "Ring", true},
-                                           SweepParam{3, "Simple", true, false, "", true}),
+                                           SweepParam{3, "Simple", true, false, "", true},
+                                           // Rings that are not the identity (COLLCOMM_RING_ORDER=
+                                           // reverse): every ring consumer (block placement, roots'
+                                           // positions, one-shot on two ranks) on P2P, SHM and NET.
+                                           SweepParam{2, "", false, false, "", false, "reverse"},
+                                           SweepParam{2, "", false, false, "OneShot", false, "reverse"},
+                                           SweepParam{3, "LL", false, false, "", false, "reverse"},
+                                           SweepParam{4, "", false, false, "Ring", false, "reverse"},
+                                           SweepParam{5, "Simple", true, false, "", false, "reverse"},
+                                           SweepParam{3, "", false, true, "", false, "reverse"}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
                                   (info.param.shm ? "_shm" : "") + (info.param.net ? "_net" : "") +
                                   (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
-                                  (info.param.streamAll ? "_stream" : "");
+                                  (info.param.streamAll ? "_stream" : "") +
+                                  (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "");
                          });
 
 }  // namespace
