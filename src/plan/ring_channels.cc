@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
+#include <vector>
 
 namespace collcomm::detail {
 
@@ -54,6 +56,37 @@ void channelsFor(float ringBw, GpuGen gen, int* channels, float* speed) {
   *speed = bw;
 }
 
+// The ring order over gpus 0..n-1: the one whose narrowest hop is widest, then whose worst hop is
+// the best path type, then the first in lexicographic order (index order where all are alike, as on
+// an NVSwitch). Every order is tried up to kExhaustiveRingGpus GPUs (7! = 5040 rings of 8 hops);
+// beyond that the index order is kept (larger nodes come with the multi-node search).
+constexpr int kExhaustiveRingGpus = 8;
+
+struct RingScore {
+  float bw = 0;
+  PathType worst = PathType::kDis;
+  bool connected = false;
+};
+
+RingScore scoreRing(const TopoSystem& sys, const std::vector<int>& order) {
+  RingScore s;
+  const int n = static_cast<int>(order.size());
+  for (int i = 0; i < n; ++i) {
+    const TopoPath& p = sys.path(NodeType::kGpu, order[i], NodeType::kGpu, order[(i + 1) % n]);
+    if (p.type == PathType::kDis || p.bw <= 0) return s;
+    s.bw = i == 0 ? p.bw : std::min(s.bw, p.bw);
+    s.worst = i == 0 ? p.type : std::max(s.worst, p.type);
+  }
+  s.connected = true;
+  return s;
+}
+
+bool better(const RingScore& a, const RingScore& b) {
+  if (a.connected != b.connected) return a.connected;
+  if (a.bw != b.bw) return a.bw > b.bw;
+  return a.worst < b.worst;
+}
+
 }  // namespace
 
 Status singleNodeRings(const TopoSystem& sys, int nGpus, SingleNodeRings* out) {
@@ -71,24 +104,29 @@ Status singleNodeRings(const TopoSystem& sys, int nGpus, SingleNodeRings* out) {
     const int gsm = sys.nodes(NodeType::kGpu)[g].gpu.sm;
     sm = (g == 0 || (gsm > 0 && gsm < sm)) ? gsm : sm;
   }
-  float ringBw = 0;
-  PathType worst = PathType::kLoc;
-  for (int i = 0; i < nGpus; ++i) {
-    const int a = r.order[i], b = r.order[(i + 1) % nGpus];
-    const TopoPath& p = sys.path(NodeType::kGpu, a, NodeType::kGpu, b);
-    if (p.type == PathType::kDis || p.bw <= 0)
-      return CC_ERROR(Status::kInvalidArgument, "GPUs %d and %d of %s are not connected", a, b, sys.source.c_str());
-    ringBw = i == 0 ? p.bw : std::min(ringBw, p.bw);
-    worst = std::max(worst, p.type);
+  RingScore best = scoreRing(sys, r.order);
+  if (nGpus <= kExhaustiveRingGpus) {
+    // GPU 0 stays first: rotations of a ring are the same ring.
+    std::vector<int> order = r.order;
+    while (std::next_permutation(order.begin() + 1, order.end())) {
+      const RingScore s = scoreRing(sys, order);
+      if (better(s, best)) {
+        best = s;
+        r.order = order;
+      }
+    }
   }
-  r.ringBw = ringBw;
-  r.worstPath = worst;
+  if (!best.connected)
+    return CC_ERROR(Status::kInvalidArgument, "the first %d GPUs of %s cannot form a ring: some pair is not connected",
+                    nGpus, sys.source.c_str());
+  r.ringBw = best.bw;
+  r.worstPath = best.worst;
   RingGraph& g = r.graph;
   g.nRanks = nGpus;
   g.nNodes = 1;
   g.gen = gpuGenFromSm(sm);
-  g.intraHop = worst <= PathType::kNvb ? HopClass::kNvlink : HopClass::kPci;
-  channelsFor(ringBw, g.gen, &g.maxChannels, &g.bwPerChannel);
+  g.intraHop = best.worst <= PathType::kNvb ? HopClass::kNvlink : HopClass::kPci;
+  channelsFor(best.bw, g.gen, &g.maxChannels, &g.bwPerChannel);
   *out = std::move(r);
   return kOk;
 }

@@ -24,10 +24,11 @@ struct SingleNodeRings {
   PathType worstPath = PathType::kLoc;
 };
 
-// The rings over the first nGpus GPUs of `sys` (paths computed), in index order: bottleneck =
-// the narrowest path between ring neighbours; hop class NVLink when every hop is NVLink (direct
-// or through NVSwitch / one GPU), else PCIe. nGpus < 2 or more than the system has is
-// kInvalidArgument with a sentence; so is a system without GPUs or with neighbours not connected.
+// The rings over the first nGpus GPUs of `sys` (paths computed): the order whose narrowest hop
+// (path between ring neighbours) is widest, then whose worst hop is the best path type (up to 8
+// GPUs every order is tried; beyond, index order); hop class NVLink when every hop is NVLink
+// (direct, through NVSwitch or one GPU), else PCIe. nGpus < 2 or more than the system has, a system
+// without GPUs, or GPUs that cannot form a ring are kInvalidArgument with a sentence.
 Status singleNodeRings(const TopoSystem& sys, int nGpus, SingleNodeRings* out);
 
 }  // namespace collcomm::detail

@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "plan/ring_channels.h"
+#include "topo/paths.h"
 #include "topo/topo.h"
 
 namespace collcomm::detail {
@@ -137,6 +140,35 @@ TEST(CostModel, BusBandwidthFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(busBwFactor(CollKind::kReduceScatter, 4), 3.0 / 4);
   EXPECT_DOUBLE_EQ(busBwFactor(CollKind::kBroadcast, 8), 1.0);
   EXPECT_DOUBLE_EQ(busBwFactor(CollKind::kReduce, 8), 1.0);
+}
+
+}  // namespace
+}  // namespace collcomm::detail
+
+namespace collcomm::detail {
+namespace {
+
+TEST(RingChannels, RingFollowsTheNvlinksWhateverTheNumbering) {
+  // Four GPUs whose NVLinks form the cycle 0-2-1-3 under one CPU: index order would relay 0->1
+  // through a GPU (NVB); the ring the search keeps crosses direct NVLinks only.
+  TopoSystem sys;
+  sys.source = "a made-up 4-GPU NVLink cycle";
+  const NodeRef cpu = sys.addNode(NodeType::kCpu, 0);
+  NodeRef gpu[4];
+  for (int i = 0; i < 4; ++i) {
+    gpu[i] = sys.addNode(NodeType::kGpu, 0x1000 * (i + 1));
+    sys.node(gpu[i]).gpu.sm = 80;
+    sys.connect(gpu[i], cpu, LinkType::kPci, 24.0f);
+  }
+  for (auto [a, b] : {std::pair{0, 2}, std::pair{2, 1}, std::pair{1, 3}, std::pair{3, 0}})
+    sys.connect(gpu[a], gpu[b], LinkType::kNvl, 40.0f);
+  computePaths(&sys, PathOptions{});
+  SingleNodeRings r;
+  ASSERT_TRUE(isOk(singleNodeRings(sys, 4, &r))) << threadLastError();
+  EXPECT_EQ(r.order, (std::vector<int>{0, 2, 1, 3}));
+  EXPECT_EQ(r.worstPath, PathType::kNvl);
+  EXPECT_EQ(r.graph.intraHop, HopClass::kNvlink);
+  EXPECT_FLOAT_EQ(r.ringBw, 40.0f);
 }
 
 }  // namespace
