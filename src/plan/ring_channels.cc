@@ -94,6 +94,9 @@ Status singleNodeRings(const TopoSystem& sys, int nGpus, SingleNodeRings* out) {
   if (have == 0)
     return CC_ERROR(Status::kInvalidArgument, "the topology %s has no GPU; cc-plan plans GPU systems only so far",
                     sys.source.c_str());
+  if (have < 2)
+    return CC_ERROR(Status::kInvalidArgument, "the topology %s has %d GPU; a ring needs at least 2",
+                    sys.source.c_str(), have);
   if (nGpus < 2 || nGpus > have)
     return CC_ERROR(Status::kInvalidArgument, "%d GPUs asked of %s, which has %d: use 2..%d", nGpus, sys.source.c_str(),
                     have, have);
