@@ -88,6 +88,24 @@ bool parsePositiveInt(const std::string& s, int* out) {
   return true;
 }
 
+// A string as a JSON string's contents: quotes, backslashes and control characters escaped.
+std::string jsonEscape(const std::string& s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if (ch < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
 int usageError(const char* fmt, const std::string& what) {
   std::fprintf(stderr, "cc-plan: ");
   std::fprintf(stderr, fmt, what.c_str());
@@ -202,7 +220,8 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"topo\":\"%s\",\"nodes\":1,\"gpus\":%d,\"op\":\"%s\",\"algo\":\"Ring\",\"hop\":\"%s\","
         "\"ring_bw\":%.1f,\"max_channels\":%d,\"bw_per_channel\":%.1f,\"ring\":[",
-        topoFile.c_str(), g.nRanks, op->name, hopClassName(g.intraHop), rings.ringBw, g.maxChannels, g.bwPerChannel);
+        jsonEscape(topoFile).c_str(), g.nRanks, op->name, hopClassName(g.intraHop), rings.ringBw, g.maxChannels,
+        g.bwPerChannel);
     for (size_t i = 0; i < rings.order.size(); ++i) std::printf("%s%d", i ? "," : "", rings.order[i]);
     std::printf("]}\n");
   } else {
