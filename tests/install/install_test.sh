@@ -35,7 +35,7 @@ step() { echo "== $*"; }
 
 step "install into $prefix"
 cmake --install "$build_dir" --prefix "$prefix" >"$work/install.log" || { cat "$work/install.log"; fail "cmake --install"; }
-for f in bin/ccrun bin/cc-topo bin/all_reduce_perf include/collcomm.h include/collcomm_launch.h; do
+for f in bin/ccrun bin/cc-topo bin/cc-plan bin/all_reduce_perf include/collcomm.h include/collcomm_launch.h; do
   [ -e "$prefix/$f" ] || fail "$f was not installed"
 done
 pc_file=$(find "$prefix" -name collcomm.pc | head -n 1)

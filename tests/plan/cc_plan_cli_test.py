@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""cc-plan's command line: nccl-tests' columns and one row per size, JSON lines, --version, and a
+sentence with exit code 2 for every bad argument (the multi-node and tree cases included).
+
+Usage: cc_plan_cli_test.py CC_PLAN SOURCE_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+
+
+def run(cc_plan, *args):
+    return subprocess.run([cc_plan, *args], capture_output=True, text=True, timeout=60)
+
+
+def main(argv):
+    cc_plan, source_dir = argv[0], argv[1]
+    topo = os.path.join(source_dir, "tests", "fixtures", "topologies", "dgx_a100.xml")
+    failures = []
+
+    def expect(cond, what):
+        if not cond:
+            failures.append(what)
+
+    r = run(cc_plan, "--topo", topo, "-b", "8", "-e", "1M", "-f", "4")
+    expect(r.returncode == 0, "plain sweep exits 0, got %d: %s" % (r.returncode, r.stderr))
+    header = [l for l in r.stdout.splitlines() if l.startswith("#") and "size" in l]
+    expect(header and all(c in header[0] for c in ("size", "count", "type", "redop", "root", "time", "algbw",
+                                                   "busbw", "algo", "proto")), "header columns: %s" % header)
+    rows = [l.split() for l in r.stdout.splitlines() if l.strip() and not l.startswith("#")]
+    expect([int(x[0]) for x in rows] == [8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288],
+           "one row per size 8..1M x4: %s" % [x[0] for x in rows])
+    expect(all(x[2] == "float" and x[3] == "sum" and x[4] == "-1" and x[8] == "Ring" for x in rows),
+           "type/redop/root/algo columns: %s" % rows[:2])
+
+    r = run(cc_plan, "--topo", topo, "--op", "allgather", "-b", "1M", "-e", "1M", "--json")
+    lines = [json.loads(l) for l in r.stdout.splitlines()]
+    expect(r.returncode == 0 and len(lines) == 2 and lines[0]["ring"] == list(range(8)),
+           "--json: the rings, then one row: %s" % r.stdout)
+    if len(lines) == 2:
+        row = lines[1]
+        expect(row["size"] == 1048576 and row["count"] == 262144 and row["redop"] == "none",
+               "allgather row: %s" % row)
+        expect(abs(row["busbw"] - row["algbw"] * 7 / 8) < 0.02, "allgather busbw = algbw x 7/8: %s" % row)
+
+    r = run(cc_plan, "--topo", topo, "--op", "broadcast", "-b", "1G", "-e", "1G", "--proto", "ll", "--json")
+    row = json.loads(r.stdout.splitlines()[-1]) if r.returncode == 0 else {}
+    expect(row.get("proto") == "LL" and row.get("root") == 0, "--proto ll is obeyed, broadcast root 0: %s" % row)
+
+    r = run(cc_plan, "--version")
+    expect(r.returncode == 0 and r.stdout.startswith("cc-plan (collcomm version "), "--version: %s" % r.stdout)
+
+    bad = [
+        ["--topo", topo, "--nodes", "2"],
+        ["--topo", topo, "--algo", "tree"],
+        ["--topo", topo, "--algo", "nvls"],
+        ["--topo", topo, "--proto", "ll256"],
+        ["--topo", topo, "--op", "alltoall"],
+        ["--topo", topo, "-b", "8X"],
+        ["--topo", topo, "-b", "1G", "-e", "1M"],
+        ["--topo", topo, "-f", "1"],
+        ["--topo", topo, "--gpus", "9"],
+        ["--topo", topo, "--gpus", "0"],
+        ["--topo", topo, "--channels", "99"],
+        ["--topo", topo, "-d", "float7"],
+        ["--topo"],
+        ["-b", "8"],
+        ["--frobnicate"],
+    ]
+    for args in bad:
+        r = run(cc_plan, *args)
+        expect(r.returncode == 2 and r.stderr.startswith("cc-plan: ") and len(r.stderr.split()) > 3
+               and not r.stdout, "%s: exit 2 and a sentence, got %d: %r" % (args, r.returncode, r.stderr))
+    r = run(cc_plan, "--topo", os.path.join(source_dir, "no-such-file.xml"))
+    expect(r.returncode == 1 and "no-such-file.xml" in r.stderr, "missing file: exit 1 naming it: %r" % r.stderr)
+
+    for f in failures:
+        print("FAIL " + f)
+    print("%d checks failed" % len(failures) if failures else "ok")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
