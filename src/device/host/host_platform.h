@@ -9,7 +9,8 @@
 //   sendStaging(), recvStaging()             kMaxLlStepPayload bytes each, for LL
 //
 // Waits spin (cpu pause) for COLLCOMM_SPIN_COUNT polls, then yield the core between polls, so more
-// ranks than cores still progress. Past the spin phase they check, every few milliseconds: the
+// ranks than cores still progress; after parkAfterNs of that they park (sleep on the connection's
+// Doorbell until the peer publishes, or kParkNs), so a machine's other threads get the core. Past the spin phase they check, every few milliseconds: the
 // communicator's abort flag, the peer's PeerState word, whether the peer process still lives
 // (same host only), and the deadline. Those checks are the only syscalls on the data path, and
 // only while waiting.
