@@ -157,20 +157,7 @@ Status runCollective(ccComm* comm, const Op& op) {
   if (comm->gpu()) return runGpuOp(comm, op);
   const Plan plan = planOp(comm, op);
   notePlan(comm, plan);
-  ExecColl coll{op.kind,
-                plan.algo,
-                plan.proto,
-                op.dtype,
-                collReduces(op.kind) ? opSpec(comm, op) : RedOpSpec{RedOpKind::kSum, 0},
-                op.sendbuff,
-                op.recvbuff,
-                op.count,
-                op.root,
-                plan.nChannels};
-  coll.builtinOp = collReduces(op.kind) && static_cast<int>(op.op) < ccNumOps ? static_cast<int>(op.op) : -1;
-  coll.streamResults = plan.streamResults;
-  coll.streamSteps = plan.streamSteps;
-  coll.streamStepsAlways = plan.streamStepsAlways;
+  ExecColl coll = execCollOf(comm, op, plan);
   ExecFailure failure;
   ExecOp exec;
   exec.name = collName(op.kind);

@@ -44,16 +44,7 @@ Status checkGpuOp(ccComm* comm, const Op& op) {
 Status runGpuOp(ccComm* comm, const Op& op) {
   const Plan plan = planOp(comm, op);
   notePlan(comm, plan);
-  const ExecColl coll{op.kind,
-                      plan.algo,
-                      plan.proto,
-                      op.dtype,
-                      collReduces(op.kind) ? opSpec(comm, op) : RedOpSpec{RedOpKind::kSum, 0},
-                      op.sendbuff,
-                      op.recvbuff,
-                      op.count,
-                      op.root,
-                      plan.nChannels};
+  const ExecColl coll = execCollOf(comm, op, plan);
   ExecOp exec;
   exec.name = collName(op.kind);
   exec.stream = op.stream;

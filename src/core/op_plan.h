@@ -22,6 +22,26 @@ inline Plan planOp(ccComm* comm, CollKind kind, size_t count, ccDataType_t dtype
 }
 inline Plan planOp(ccComm* comm, const Op& op) { return planOp(comm, op.kind, op.count, op.dtype, op.root); }
 
+// What an executor is handed for `op` planned as `plan` (the same for host and GPU communicators;
+// the host-only fields keep their defaults on GPU plans).
+inline ExecColl execCollOf(const ccComm* comm, const Op& op, const Plan& plan) {
+  ExecColl coll{op.kind,
+                plan.algo,
+                plan.proto,
+                op.dtype,
+                collReduces(op.kind) ? opSpec(comm, op) : RedOpSpec{RedOpKind::kSum, 0},
+                op.sendbuff,
+                op.recvbuff,
+                op.count,
+                op.root,
+                plan.nChannels};
+  coll.builtinOp = collReduces(op.kind) && static_cast<int>(op.op) < ccNumOps ? static_cast<int>(op.op) : -1;
+  coll.streamResults = plan.streamResults;
+  coll.streamSteps = plan.streamSteps;
+  coll.streamStepsAlways = plan.streamStepsAlways;
+  return coll;
+}
+
 // Logs `plan` (every operation at TUNING, each distinct plan once at PLAN); one branch with INFO
 // off. By the thread running the communicator's operations.
 inline void notePlan(ccComm* comm, const Plan& plan) { comm->plans.log.note(plan); }
