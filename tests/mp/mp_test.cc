@@ -30,6 +30,7 @@
 
 #include "collcomm.h"
 #include "support/ipv6_loopback.h"
+#include "support/ofi_provider.h"
 
 extern char** environ;
 
@@ -269,19 +270,25 @@ struct SweepParam {
   const char* algo = "";  // COLLCOMM_ALGO
   bool cmaOff = false;    // COLLCOMM_CMA_DISABLE=1
   bool streamSteps = false;  // COLLCOMM_STEP_STREAM=always: every large step through memory
+  bool ofi = false;          // with net: COLLCOMM_NET=ofi over libfabric's tcp provider
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
   *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "")
       << ", COLLCOMM_ALGO=\"" << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "")
-      << (p.streamSteps ? ", COLLCOMM_STEP_STREAM=always" : "");
+      << (p.streamSteps ? ", COLLCOMM_STEP_STREAM=always" : "") << (p.ofi ? ", COLLCOMM_NET=ofi" : "");
 }
 
 class ProcessSweep : public ::testing::TestWithParam<SweepParam> {};
 
 TEST_P(ProcessSweep, EveryCollectiveExact) {
   const SweepParam p = GetParam();
+  if (p.ofi) CC_REQUIRE_OFI_PROVIDER("tcp");
   std::vector<std::string> env = {"COLLCOMM_TIMEOUT=60"};
+  if (p.ofi) {
+    env.push_back("COLLCOMM_NET=ofi");
+    env.push_back("COLLCOMM_OFI_PROVIDER=tcp");
+  }
   if (p.proto[0] != '\0') env.push_back(std::string("COLLCOMM_PROTO=") + p.proto);
   if (p.net) env.push_back("COLLCOMM_SHM_DISABLE=1");
   if (p.algo[0] != '\0') env.push_back(std::string("COLLCOMM_ALGO=") + p.algo);
@@ -304,13 +311,18 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                                            // Large steps written with streaming stores (what a far
                                            // peer core gets), on a ring of 2 and of 3.
                                            SweepParam{2, "", false, "", false, true},
-                                           SweepParam{3, "", false, "", false, true}),
+                                           SweepParam{3, "", false, "", false, true},
+                                           // NET over libfabric's tcp provider (COLLCOMM_NET=ofi).
+                                           SweepParam{3, "", true, "", false, false, true},
+                                           SweepParam{2, "LL", true, "", false, false, true},
+                                           SweepParam{2, "Simple", true, "", false, false, true}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
                                   (info.param.net ? "_net" : "") +
                                   (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
-                                  (info.param.cmaOff ? "_nocma" : "") + (info.param.streamSteps ? "_streamsteps" : "");
+                                  (info.param.cmaOff ? "_nocma" : "") + (info.param.streamSteps ? "_streamsteps" : "") +
+                                  (info.param.ofi ? "_ofi" : "");
                          });
 
 // Direct between processes really reads with process_vm_readv where the kernel allows it, and
@@ -477,7 +489,7 @@ constexpr int kExitNamedAnotherRank = 3;
 // allreduce, must fail fast with ccRemoteError/ccTimeout and abort promptly. strictNames: every
 // survivor's ccGetLastError names the dead rank and its host; otherwise a survivor may name the
 // peer that left the operation because of it, as long as one survivor names the dead rank.
-void runDieJob(const char* scenario, bool strictNames, bool net = false) {
+void runDieJob(const char* scenario, bool strictNames, bool net = false, bool ofi = false) {
   const int nranks = 3;
   // COLLCOMM_TIMEOUT is small so that a regression fails instead of hanging; a dead process on
   // this host is noticed through /proc within ~100 ms anyway (over NET: its sockets close).
@@ -485,6 +497,10 @@ void runDieJob(const char* scenario, bool strictNames, bool net = false) {
   if (net) {
     env.push_back("COLLCOMM_SHM_DISABLE=1");
     env.push_back("COLLCOMM_HOSTID=");  // hosts told apart by COLLCOMM_HOSTID below would skip /proc
+  }
+  if (ofi) {
+    env.push_back("COLLCOMM_NET=ofi");
+    env.push_back("COLLCOMM_OFI_PROVIDER=tcp");
   }
   WorkerJob job(scenario, nranks, env, 60);
   const auto t0 = std::chrono::steady_clock::now();
@@ -520,6 +536,16 @@ TEST(ProcessFailure, RankDyingMidAllReduceFailsPeersFast) { runDieJob("die-mid",
 // former first; in die-mid which survivor notices first varies from run to run.
 TEST(ProcessFailure, EverySurvivorNamesTheDeadRank) { runDieJob("die", true); }
 TEST(ProcessFailure, RankDyingMidAllReduceOverNetFailsPeersFast) { runDieJob("die-mid", false, true); }
+// The same over libfabric's tcp provider: the dead rank's endpoints refuse the survivors' sends and
+// probes (the OFI backend's departure detection).
+TEST(ProcessFailure, RankDyingMidAllReduceOverOfiFailsPeersFast) {
+  CC_REQUIRE_OFI_PROVIDER("tcp");
+  runDieJob("die-mid", false, true, true);
+}
+TEST(ProcessFailure, DeadRankOverOfiFailsPeersFast) {
+  CC_REQUIRE_OFI_PROVIDER("tcp");
+  runDieJob("die", false, true, true);
+}
 
 // ---- many ranks (issue 22) ----
 
@@ -657,6 +683,20 @@ TEST(ProcessNetns, SweepAcrossHosts) {
   NetnsLab lab;
   if (const std::string why = lab.setUp(3); !why.empty()) GTEST_SKIP() << why;
   WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=30"}, 60);
+  job.setLauncher(lab.launcher());
+  const std::string err = job.run();
+  ASSERT_EQ(err, "");
+  expectAllSucceeded(job, 3);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_NE(job.result(r).output.find("cases passed"), std::string::npos) << job.allOutput();
+}
+
+// The same sweep over libfabric's tcp provider (COLLCOMM_NET=ofi) between the namespaces.
+TEST(ProcessNetns, SweepAcrossHostsOverOfi) {
+  CC_REQUIRE_OFI_PROVIDER("tcp");
+  NetnsLab lab;
+  if (const std::string why = lab.setUp(3); !why.empty()) GTEST_SKIP() << why;
+  WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=30", "COLLCOMM_NET=ofi", "COLLCOMM_OFI_PROVIDER=tcp"}, 90);
   job.setLauncher(lab.launcher());
   const std::string err = job.run();
   ASSERT_EQ(err, "");

@@ -26,8 +26,12 @@ namespace collcomm::detail {
 namespace netofi {
 namespace {
 
+// Registers only what the provider needs registered (host memory where it asks for FI_MR_LOCAL,
+// device memory always); elsewhere the handle is null and sends pass no descriptor.
 Status ofiRegMr(void* c, void* data, size_t size, NetMemType type, void** mhandle) {
   auto* comm = static_cast<Comm*>(c);
+  *mhandle = nullptr;
+  if (type == NetMemType::kHost && !comm->ep.needsMr) return kOk;
   Mr* m = nullptr;
   CC_CHECK(registerMr(&comm->ep, data, size, type, &m));
   *mhandle = m;

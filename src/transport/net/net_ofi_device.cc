@@ -42,7 +42,8 @@ constexpr int kMrModes = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_VIRT_ADDR | FI_MR
 std::mutex g_mu;
 bool g_inited = false;
 std::string g_key;             // the settings the device list was made under
-std::vector<Device*> g_devs;  // never freed: endpoints keep pointers to their device
+std::vector<Device*> g_devs;
+std::vector<Device*> g_retired;  // devices of earlier settings: open endpoints may still use them
 std::string g_noDevices;       // why there are none, when there are none
 
 bool oneOf(const std::string& name, const char* const* list, size_t n) {
@@ -209,7 +210,8 @@ Status refresh() {
   const std::string asked = paramStr(Param::kOfiProvider);
   const std::string key = asked + "|" + paramStr(Param::kSocketIfname) + "|" + paramStr(Param::kSocketFamily);
   if (g_inited && key == g_key) return kOk;
-  g_devs.clear();  // leaked on purpose: open endpoints point at them
+  g_retired.insert(g_retired.end(), g_devs.begin(), g_devs.end());
+  g_devs.clear();
   g_noDevices.clear();
   CC_CHECK(findDevices(asked));
   g_inited = true;

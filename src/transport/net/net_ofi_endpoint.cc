@@ -9,6 +9,7 @@
 // Registration (FI_MR_LOCAL providers): the caller's regMr handles are used where given; a buffer
 // sent or received without one is registered for that one operation (correct whatever the caller
 // does with its memory afterwards, and slow: the NET transport registers its FIFOs). Setup tier.
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -136,6 +137,9 @@ Status registerMr(Endpoint* e, void* data, size_t size, NetMemType type, Mr** ou
   attr.iov_count = 1;
   attr.access = FI_SEND | FI_RECV;
   attr.iface = type == NetMemType::kDevice ? FI_HMEM_CUDA : FI_HMEM_SYSTEM;
+  // Without FI_MR_PROV_KEY the caller picks the keys, unique within the domain.
+  static std::atomic<uint64_t> nextKey{1};
+  if ((e->dev->info->domain_attr->mr_mode & FI_MR_PROV_KEY) == 0) attr.requested_key = nextKey.fetch_add(1);
   const int rc = fi_mr_regattr(e->domain, &attr, 0, &m->mr);
   if (rc != 0) {
     delete m;

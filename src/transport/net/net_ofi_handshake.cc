@@ -5,7 +5,8 @@
 // own, adds the listener to its address vector and sends a hello {magic, version, secret, key,
 // its own address} to the listener's hello tag; the comm is returned as soon as the hello is
 // posted (delivering it may need the listener's progress, which it gets only when its thread
-// calls accept, perhaps after this thread's other connects). accept receives hellos, drops (and
+// calls accept, perhaps after this thread's other connects; the listener thread below gives it
+// that progress meanwhile). accept receives hellos, drops (and
 // logs) any whose magic, version or secret is wrong or that does not parse, and turns the
 // listener's endpoint into the receiving comm of the first good one: the sender's address goes
 // into its address vector (for the farewell, goodbyes and probes) and the key names the tags
@@ -13,9 +14,14 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "common/log.h"
 #include "transport/net/net_ofi_internal.h"
@@ -30,9 +36,70 @@ struct ConnectState {
 namespace {
 
 struct ListenComm {
+  std::mutex mu;         // the owner's accept and the listener thread take turns on the endpoint
   Comm* comm = nullptr;  // the endpoint that becomes the receiving comm
+  Comm* ready = nullptr;  // accepted by the listener thread, for the next accept to return
+  std::string error;      // a failure the listener thread found, for the next accept to report
   NetSecret secret{};
 };
+
+// The listener thread: progresses the endpoints of listeners not yet accepted. A provider may
+// need the listening side's progress before a connecting side can even post its hello (rxm sets
+// up its connection in its progress calls), while the listening rank's thread is still busy
+// connecting to its own peers; the NET transport connects before it accepts. Setup tier: it runs
+// only while a listener is pending and looks at each about once a millisecond.
+// Never destroyed: the detached thread waits on the condition variable until the process ends,
+// and destroying a condition variable with a waiter blocks (at exit, for ever).
+struct ListenThreadState {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<ListenComm*> pending;  // under mu
+  bool started = false;              // under mu
+};
+ListenThreadState& listenState() {
+  static ListenThreadState* s = new ListenThreadState();
+  return *s;
+}
+
+Status pumpListener(ListenComm* lc);
+
+void listenThread() {
+  ListenThreadState& st = listenState();
+  std::unique_lock<std::mutex> lock(st.mu);
+  for (;;) {
+    st.cv.wait(lock, [&] { return !st.pending.empty(); });
+    for (ListenComm* lc : st.pending) {
+      std::unique_lock<std::mutex> l(lc->mu, std::try_to_lock);
+      if (!l.owns_lock() || lc->comm == nullptr || lc->ready != nullptr || !lc->error.empty()) continue;
+      clearThreadLastError();
+      if (!isOk(pumpListener(lc))) lc->error = threadLastError();
+    }
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    lock.lock();
+  }
+}
+
+void addPendingListen(ListenComm* lc) {
+  ListenThreadState& st = listenState();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.pending.push_back(lc);
+  if (!st.started) {
+    st.started = true;
+    std::thread(listenThread).detach();  // lives as long as the process; sleeps when nothing is pending
+  }
+  st.cv.notify_all();
+}
+
+void removePendingListen(ListenComm* lc) {
+  ListenThreadState& st = listenState();
+  std::lock_guard<std::mutex> lock(st.mu);
+  for (auto it = st.pending.begin(); it != st.pending.end(); ++it)
+    if (*it == lc) {
+      st.pending.erase(it);
+      break;
+    }
+}
 
 uint32_t newKey() {
   uint32_t k = 0;
@@ -112,6 +179,7 @@ Status ofiListen(int dev, const NetSecret& secret, void* handle, void** listenCo
   h.pending = nullptr;
   memset(handle, 0, kNetHandleBytes);
   memcpy(handle, &h, sizeof(h));
+  addPendingListen(lc.get());
   *listenComm = lc.release();
   return kOk;
 }
@@ -173,11 +241,12 @@ Status ofiConnect(int dev, const NetSecret& secret, void* handle, void** sendCom
   return kOk;
 }
 
-Status ofiAccept(void* listenComm, void** recvComm) {
-  *recvComm = nullptr;
-  auto* lc = static_cast<ListenComm*>(listenComm);
+namespace {
+
+// Reads the listener's completions: drops bad hellos, and on a good one makes lc->comm the
+// receiving comm and moves it to lc->ready. Caller holds lc->mu.
+Status pumpListener(ListenComm* lc) {
   Comm* c = lc->comm;
-  if (c == nullptr) return CC_ERROR(Status::kInternalError, "net/ofi: accept on a listener that already accepted");
   if (!c->helloPosted) CC_CHECK(postHelloRecv(lc));
   for (;;) {
     fi_cq_tagged_entry e;
@@ -212,14 +281,37 @@ Status ofiAccept(void* listenComm, void** recvComm) {
     c->key = c->hello.key;
     CC_CHECK(startComm(c));
     lc->comm = nullptr;
-    *recvComm = c;
+    lc->ready = c;
     return kOk;
   }
 }
 
+}  // namespace
+
+Status ofiAccept(void* listenComm, void** recvComm) {
+  *recvComm = nullptr;
+  auto* lc = static_cast<ListenComm*>(listenComm);
+  std::unique_lock<std::mutex> lock(lc->mu);
+  if (!lc->error.empty()) return CC_ERROR(Status::kSystemError, "%s", lc->error.c_str());
+  if (lc->ready == nullptr) {
+    if (lc->comm == nullptr)
+      return CC_ERROR(Status::kInternalError, "net/ofi: accept on a listener that already accepted");
+    CC_CHECK(pumpListener(lc));
+  }
+  if (lc->ready == nullptr) return kOk;
+  *recvComm = lc->ready;
+  lc->ready = nullptr;
+  lock.unlock();
+  removePendingListen(lc);
+  return kOk;
+}
+
 Status ofiCloseListen(void* listenComm) {
   auto* lc = static_cast<ListenComm*>(listenComm);
-  if (lc != nullptr) discardComm(lc->comm);
+  if (lc == nullptr) return kOk;
+  removePendingListen(lc);  // the listener thread is not in it once this returns
+  discardComm(lc->comm);
+  if (lc->ready != nullptr) destroyComm(lc->ready);
   delete lc;
   return kOk;
 }
