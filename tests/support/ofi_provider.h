@@ -25,11 +25,15 @@ inline std::string ofiUnavailable(const char* provider) {
   std::string why;
   if (!detail::isOk(s) || n == 0) {
     why = "libfabric provider " + std::string(provider) + " is not usable here";
-    if (detail::isOk(detail::ofiNet().init())) why += " (no device)";
-    else why += ": " + detail::threadLastError();
+    if (detail::isOk(detail::ofiNet().init()))
+      why += " (no device)";
+    else
+      why += ": " + detail::threadLastError();
   }
-  if (old != nullptr) setenv("COLLCOMM_OFI_PROVIDER", saved.c_str(), 1);
-  else unsetenv("COLLCOMM_OFI_PROVIDER");
+  if (old != nullptr)
+    setenv("COLLCOMM_OFI_PROVIDER", saved.c_str(), 1);
+  else
+    unsetenv("COLLCOMM_OFI_PROVIDER");
   return why;
 }
 
@@ -41,11 +45,11 @@ inline bool ofiRequired() {
 }  // namespace collcomm::test
 
 // In a test body: skips (or, under CC_TEST_REQUIRE_OFI=1, fails) when the provider is unusable.
-#define CC_REQUIRE_OFI_PROVIDER(provider)                                                   \
-  do {                                                                                      \
-    const std::string ccOfiWhy = ::collcomm::test::ofiUnavailable(provider);                \
-    if (!ccOfiWhy.empty()) {                                                                \
+#define CC_REQUIRE_OFI_PROVIDER(provider)                                                    \
+  do {                                                                                       \
+    const std::string ccOfiWhy = ::collcomm::test::ofiUnavailable(provider);                 \
+    if (!ccOfiWhy.empty()) {                                                                 \
       if (::collcomm::test::ofiRequired()) FAIL() << ccOfiWhy << " (CC_TEST_REQUIRE_OFI=1)"; \
-      GTEST_SKIP() << ccOfiWhy;                                                             \
-    }                                                                                       \
+      GTEST_SKIP() << ccOfiWhy;                                                              \
+    }                                                                                        \
   } while (0)

@@ -41,10 +41,10 @@ constexpr int kMrModes = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_VIRT_ADDR | FI_MR
 
 std::mutex g_mu;
 bool g_inited = false;
-std::string g_key;             // the settings the device list was made under
+std::string g_key;  // the settings the device list was made under
 std::vector<Device*> g_devs;
 std::vector<Device*> g_retired;  // devices of earlier settings: open endpoints may still use them
-std::string g_noDevices;       // why there are none, when there are none
+std::string g_noDevices;         // why there are none, when there are none
 
 bool oneOf(const std::string& name, const char* const* list, size_t n) {
   for (size_t i = 0; i < n; ++i)
@@ -162,8 +162,8 @@ Status findDevices(const std::string& asked) {
   }
   const std::string provider = chooseProvider(list, asked);
   std::vector<NetInterface> ifs;
-  const std::vector<const fi_info*> domains = provider.empty() ? std::vector<const fi_info*>{}
-                                                                : chooseDomains(list, provider, &ifs);
+  const std::vector<const fi_info*> domains =
+      provider.empty() ? std::vector<const fi_info*>{} : chooseDomains(list, provider, &ifs);
   for (const fi_info* i : domains) {
     auto* d = new Device();
     d->info = l->dupinfo(i);
@@ -227,8 +227,7 @@ Status refresh() {
 Status ofiInit() {
   std::lock_guard<std::mutex> lock(g_mu);
   CC_CHECK(refresh());
-  if (g_devs.empty())
-    return CC_ERROR(Status::kSystemError, "net/ofi: COLLCOMM_NET=ofi, but %s", g_noDevices.c_str());
+  if (g_devs.empty()) return CC_ERROR(Status::kSystemError, "net/ofi: COLLCOMM_NET=ofi, but %s", g_noDevices.c_str());
   return kOk;
 }
 

@@ -36,8 +36,8 @@ struct ConnectState {
 namespace {
 
 struct ListenComm {
-  std::mutex mu;         // the owner's accept and the listener thread take turns on the endpoint
-  Comm* comm = nullptr;  // the endpoint that becomes the receiving comm
+  std::mutex mu;          // the owner's accept and the listener thread take turns on the endpoint
+  Comm* comm = nullptr;   // the endpoint that becomes the receiving comm
   Comm* ready = nullptr;  // accepted by the listener thread, for the next accept to return
   std::string error;      // a failure the listener thread found, for the next accept to report
   NetSecret secret{};
@@ -139,8 +139,8 @@ void* selfDesc(Comm* comm) { return comm->selfMr != nullptr ? fi_mr_desc(comm->s
 
 Status postHelloRecv(ListenComm* lc) {
   Comm* c = lc->comm;
-  const ssize_t rc = fi_trecv(c->ep.ep, &c->hello, sizeof(Hello), selfDesc(c), FI_ADDR_UNSPEC, kHelloTag, 0,
-                              &c->helloCtx);
+  const ssize_t rc =
+      fi_trecv(c->ep.ep, &c->hello, sizeof(Hello), selfDesc(c), FI_ADDR_UNSPEC, kHelloTag, 0, &c->helloCtx);
   if (rc == -FI_EAGAIN) return kOk;
   if (rc != 0)
     return CC_ERROR(Status::kSystemError, "net/ofi: cannot post a receive for hellos on %s: %s", c->ep.name.c_str(),
@@ -270,8 +270,10 @@ Status pumpListener(ListenComm* lc) {
     std::string from = "an unknown peer";
     if (drop == nullptr) {
       const Status s = insertPeer(&c->ep, c->hello.name, &c->peer, &c->peerName);
-      if (!isOk(s)) drop = "its address could not be added to the address vector";
-      else from = c->peerName;
+      if (!isOk(s))
+        drop = "its address could not be added to the address vector";
+      else
+        from = c->peerName;
     }
     if (drop != nullptr) {
       CC_WARN("net/ofi: dropped a connection from %s to %s: %s", from.c_str(), c->ep.name.c_str(), drop);

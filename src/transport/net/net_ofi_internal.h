@@ -51,7 +51,7 @@ std::string fiError(int err);
 // ---- devices (net_ofi_device.cc)
 
 struct Device {
-  fi_info* info = nullptr;  // one provider's domain (owned; fi_dupinfo), used to open endpoints
+  fi_info* info = nullptr;       // one provider's domain (owned; fi_dupinfo), used to open endpoints
   fid_fabric* fabric = nullptr;  // opened on first use, kept for the process
   NetProperties props{};
   std::string provider;
@@ -78,8 +78,8 @@ struct Endpoint {
   fid_av* av = nullptr;
   fid_cq* cq = nullptr;
   fid_ep* ep = nullptr;
-  bool needsMr = false;  // the provider wants local buffers registered (FI_MR_LOCAL)
-  std::string name;      // this endpoint's address, for sentences
+  bool needsMr = false;    // the provider wants local buffers registered (FI_MR_LOCAL)
+  std::string name;        // this endpoint's address, for sentences
   std::vector<Mr*> owned;  // registrations closed with the endpoint (after it, before the domain)
 };
 

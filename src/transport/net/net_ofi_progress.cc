@@ -140,7 +140,8 @@ Status failed(Comm* comm, const fi_cq_err_entry& err) {
   if (code == FI_ETRUNC && !comm->isSend) {
     // Providers differ in what they report of the message (rxm: nothing).
     const size_t bytes = err.len + err.olen;
-    const std::string msg = bytes > r->capacity ? "a message of " + std::to_string(bytes) + " bytes" : "a larger message";
+    const std::string msg =
+        bytes > r->capacity ? "a message of " + std::to_string(bytes) + " bytes" : "a larger message";
     return failComm(comm, msg + " arrived for a buffer of " + std::to_string(r->capacity) + " bytes (tag " +
                               std::to_string(r->tag) + ")");
   }
@@ -247,8 +248,8 @@ Status ofiIsend(void* sendComm, const void* data, size_t size, uint32_t tag, voi
   }
   if (rc != 0) {
     release(r);
-    return failComm(comm, "posting a send of " + std::to_string(size) + " bytes failed: " +
-                              fiError(static_cast<int>(rc)));
+    return failComm(comm,
+                    "posting a send of " + std::to_string(size) + " bytes failed: " + fiError(static_cast<int>(rc)));
   }
   *request = r;
   return kOk;
@@ -263,8 +264,8 @@ Status ofiIrecv(void* recvComm, int n, void** data, const size_t* sizes, const u
   Request* r = newRequest(comm);
   if (r == nullptr) return kOk;
   void* desc = nullptr;
-  Status s = descFor(&comm->ep, data[0], sizes[0], mhandles != nullptr ? static_cast<Mr*>(mhandles[0]) : nullptr,
-                     &desc, &r->autoMr);
+  Status s = descFor(&comm->ep, data[0], sizes[0], mhandles != nullptr ? static_cast<Mr*>(mhandles[0]) : nullptr, &desc,
+                     &r->autoMr);
   if (!isOk(s)) {
     release(r);
     return s;

@@ -57,7 +57,7 @@ struct Handle {
   uint32_t magic;
   uint16_t nameLen;
   uint16_t reserved;
-  ConnectState* pending;  // the connecting side's handshake in progress (its own copy only)
+  ConnectState* pending;        // the connecting side's handshake in progress (its own copy only)
   uint8_t name[kMaxNameBytes];  // the listener's endpoint address
 };
 static_assert(sizeof(Handle) <= kNetHandleBytes);

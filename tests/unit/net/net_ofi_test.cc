@@ -257,8 +257,7 @@ TEST_P(NetOfi, TooLargeMessageAndClosedPeerAreErrors) {
     Status err = kOk;
     EXPECT_FALSE(waitAll({r}, nullptr, &err));
     EXPECT_EQ(err, Status::kRemoteError);
-    EXPECT_NE(threadLastError().find("arrived for a buffer of 10 bytes"), std::string::npos)
-        << threadLastError();
+    EXPECT_NE(threadLastError().find("arrived for a buffer of 10 bytes"), std::string::npos) << threadLastError();
   }
   {
     Pair p;
