@@ -270,24 +270,24 @@ struct SweepParam {
   const char* algo = "";  // COLLCOMM_ALGO
   bool cmaOff = false;    // COLLCOMM_CMA_DISABLE=1
   bool streamSteps = false;  // COLLCOMM_STEP_STREAM=always: every large step through memory
-  bool ofi = false;          // with net: COLLCOMM_NET=ofi over libfabric's tcp provider
+  const char* ofi = "";      // with net: COLLCOMM_NET=ofi over this libfabric provider
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
   *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "")
       << ", COLLCOMM_ALGO=\"" << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "")
-      << (p.streamSteps ? ", COLLCOMM_STEP_STREAM=always" : "") << (p.ofi ? ", COLLCOMM_NET=ofi" : "");
+      << (p.streamSteps ? ", COLLCOMM_STEP_STREAM=always" : "") << (p.ofi[0] ? std::string(", COLLCOMM_NET=ofi COLLCOMM_OFI_PROVIDER=") + p.ofi : "");
 }
 
 class ProcessSweep : public ::testing::TestWithParam<SweepParam> {};
 
 TEST_P(ProcessSweep, EveryCollectiveExact) {
   const SweepParam p = GetParam();
-  if (p.ofi) CC_REQUIRE_OFI_PROVIDER("tcp");
+  if (p.ofi[0]) CC_REQUIRE_OFI_PROVIDER(p.ofi);
   std::vector<std::string> env = {"COLLCOMM_TIMEOUT=60"};
-  if (p.ofi) {
+  if (p.ofi[0]) {
     env.push_back("COLLCOMM_NET=ofi");
-    env.push_back("COLLCOMM_OFI_PROVIDER=tcp");
+    env.push_back(std::string("COLLCOMM_OFI_PROVIDER=") + p.ofi);
   }
   if (p.proto[0] != '\0') env.push_back(std::string("COLLCOMM_PROTO=") + p.proto);
   if (p.net) env.push_back("COLLCOMM_SHM_DISABLE=1");
@@ -312,17 +312,20 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                                            // peer core gets), on a ring of 2 and of 3.
                                            SweepParam{2, "", false, "", false, true},
                                            SweepParam{3, "", false, "", false, true},
-                                           // NET over libfabric's tcp provider (COLLCOMM_NET=ofi).
-                                           SweepParam{3, "", true, "", false, false, true},
-                                           SweepParam{2, "LL", true, "", false, false, true},
-                                           SweepParam{2, "Simple", true, "", false, false, true}),
+                                           // NET over libfabric (COLLCOMM_NET=ofi): its tcp provider,
+                                           // and shm (between processes only: see docs/net.md).
+                                           SweepParam{3, "", true, "", false, false, "tcp"},
+                                           SweepParam{2, "LL", true, "", false, false, "tcp"},
+                                           SweepParam{2, "Simple", true, "", false, false, "tcp"},
+                                           SweepParam{2, "", true, "", false, false, "shm"},
+                                           SweepParam{3, "", true, "", false, false, "shm"}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
                                   (info.param.net ? "_net" : "") +
                                   (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
                                   (info.param.cmaOff ? "_nocma" : "") + (info.param.streamSteps ? "_streamsteps" : "") +
-                                  (info.param.ofi ? "_ofi" : "");
+                                  (info.param.ofi[0] ? std::string("_ofi_") + info.param.ofi : std::string(""));
                          });
 
 // Direct between processes really reads with process_vm_readv where the kernel allows it, and
