@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
+# libfabric is installed (install_deps.sh): the OFI net tests must run, not skip (tests/support/ofi_provider.h).
+export CC_TEST_REQUIRE_OFI=1
 
 # With nvcc (and SKIP_CUDA unset) the main build has the CUDA executor: every kernel compiled for
 # sm_80 (PTX) and sm_90, the library linked with it, and the GPU tests in the suite (they skip without a

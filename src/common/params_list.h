@@ -38,6 +38,8 @@
   X(SocketNthreads, INT, "COLLCOMM_SOCKET_NTHREADS", "-1", "helper threads per NET socket connection (0: all data on the control socket); -1: by link speed, none below 4 CPUs") \
   X(NsocksPerthread, INT, "COLLCOMM_NSOCKS_PERTHREAD", "-1", "data sockets per helper thread of a NET socket connection; -1: by link speed") \
   X(RingOrder,      STR, "COLLCOMM_RING_ORDER",     "hosts", "order of the ranks on each channel's ring: hosts (ranks of one host contiguous, hosts by lowest rank), identity (rank order) or reverse (hosts, backwards; for tests)") \
+  X(Net,            STR, "COLLCOMM_NET",            "socket", "backend of the NET transport: socket (TCP sockets) or ofi (libfabric, loaded at run time; see docs/net.md)") \
+  X(OfiProvider,    STR, "COLLCOMM_OFI_PROVIDER",   "",     "libfabric provider of COLLCOMM_NET=ofi (tcp, shm, verbs, efa, ...; as fi_info names them); unset: the best reliable one found") \
   X(Hostid,         STR, "COLLCOMM_HOSTID",         "",     "host identity replacing hostname+boot id in the same-host test (containers, network namespaces, tests)") \
   X(IdFile,         STR, "COLLCOMM_ID_FILE",        "",     "read by libcollcomm_launch only: the file where rank 0 of a launched job publishes its id (default: under /tmp, named after the job)")
 
@@ -73,6 +75,7 @@
 // spelled here).
 #define CC_PARAM_WORDS(X) \
   X(SocketFamily,   "AF_INET|AF_INET6") \
+  X(Net,            "socket|ofi") \
   X(HostSimd,       "auto|avx512|avx2|portable") \
   X(RingOrder,      "hosts|identity|reverse") \
   X(P2pLevel,       "LOC|NVL|NVB|PIX|PXB|PHB|SYS") \

@@ -31,6 +31,7 @@
 #include "collcomm.h"
 #include "support/ipv6_loopback.h"
 #include "support/plan_rings.h"
+#include "support/ofi_provider.h"
 
 extern char** environ;
 
@@ -271,20 +272,27 @@ struct SweepParam {
   bool cmaOff = false;    // COLLCOMM_CMA_DISABLE=1
   bool streamSteps = false;  // COLLCOMM_STEP_STREAM=always: every large step through memory
   const char* ringOrder = "";  // COLLCOMM_RING_ORDER, "" for the default (plan/rings.h)
+  const char* ofi = "";      // with net: COLLCOMM_NET=ofi over this libfabric provider
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
   *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "")
       << ", COLLCOMM_ALGO=\"" << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "")
       << (p.streamSteps ? ", COLLCOMM_STEP_STREAM=always" : "")
-      << (p.ringOrder[0] ? std::string(", COLLCOMM_RING_ORDER=") + p.ringOrder : "");
+      << (p.ringOrder[0] ? std::string(", COLLCOMM_RING_ORDER=") + p.ringOrder : "")
+      << (p.ofi[0] ? std::string(", COLLCOMM_NET=ofi COLLCOMM_OFI_PROVIDER=") + p.ofi : "");
 }
 
 class ProcessSweep : public ::testing::TestWithParam<SweepParam> {};
 
 TEST_P(ProcessSweep, EveryCollectiveExact) {
   const SweepParam p = GetParam();
+  if (p.ofi[0]) CC_REQUIRE_OFI_PROVIDER(p.ofi);
   std::vector<std::string> env = {"COLLCOMM_TIMEOUT=60"};
+  if (p.ofi[0]) {
+    env.push_back("COLLCOMM_NET=ofi");
+    env.push_back(std::string("COLLCOMM_OFI_PROVIDER=") + p.ofi);
+  }
   if (p.proto[0] != '\0') env.push_back(std::string("COLLCOMM_PROTO=") + p.proto);
   if (p.net) env.push_back("COLLCOMM_SHM_DISABLE=1");
   if (p.algo[0] != '\0') env.push_back(std::string("COLLCOMM_ALGO=") + p.algo);
@@ -314,14 +322,22 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                                            SweepParam{3, "", false, "", false, false, "reverse"},
                                            SweepParam{4, "", false, "Ring", false, false, "reverse"},
                                            SweepParam{3, "", true, "", false, false, "reverse"},
-                                           SweepParam{2, "LL", true, "", false, false, "reverse"}),
+                                           SweepParam{2, "LL", true, "", false, false, "reverse"},
+                                           // NET over libfabric (COLLCOMM_NET=ofi): its tcp provider,
+                                           // and shm (between processes only: see docs/net.md).
+                                           SweepParam{3, "", true, "", false, false, "", "tcp"},
+                                           SweepParam{2, "LL", true, "", false, false, "", "tcp"},
+                                           SweepParam{2, "Simple", true, "", false, false, "", "tcp"},
+                                           SweepParam{2, "", true, "", false, false, "", "shm"},
+                                           SweepParam{3, "", true, "", false, false, "", "shm"}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
                                   (info.param.net ? "_net" : "") +
                                   (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
                                   (info.param.cmaOff ? "_nocma" : "") + (info.param.streamSteps ? "_streamsteps" : "") +
-                                  (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "");
+                                  (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "") +
+                                  (info.param.ofi[0] ? std::string("_ofi_") + info.param.ofi : std::string(""));
                          });
 
 // Direct between processes really reads with process_vm_readv where the kernel allows it, and
@@ -507,7 +523,7 @@ constexpr int kExitNamedAnotherRank = 3;
 // allreduce, must fail fast with ccRemoteError/ccTimeout and abort promptly. strictNames: every
 // survivor's ccGetLastError names the dead rank and its host; otherwise a survivor may name the
 // peer that left the operation because of it, as long as one survivor names the dead rank.
-void runDieJob(const char* scenario, bool strictNames, bool net = false) {
+void runDieJob(const char* scenario, bool strictNames, bool net = false, bool ofi = false) {
   const int nranks = 3;
   // COLLCOMM_TIMEOUT is small so that a regression fails instead of hanging; a dead process on
   // this host is noticed through /proc within ~100 ms anyway (over NET: its sockets close).
@@ -515,6 +531,10 @@ void runDieJob(const char* scenario, bool strictNames, bool net = false) {
   if (net) {
     env.push_back("COLLCOMM_SHM_DISABLE=1");
     env.push_back("COLLCOMM_HOSTID=");  // hosts told apart by COLLCOMM_HOSTID below would skip /proc
+  }
+  if (ofi) {
+    env.push_back("COLLCOMM_NET=ofi");
+    env.push_back("COLLCOMM_OFI_PROVIDER=tcp");
   }
   WorkerJob job(scenario, nranks, env, 60);
   const auto t0 = std::chrono::steady_clock::now();
@@ -550,6 +570,16 @@ TEST(ProcessFailure, RankDyingMidAllReduceFailsPeersFast) { runDieJob("die-mid",
 // former first; in die-mid which survivor notices first varies from run to run.
 TEST(ProcessFailure, EverySurvivorNamesTheDeadRank) { runDieJob("die", true); }
 TEST(ProcessFailure, RankDyingMidAllReduceOverNetFailsPeersFast) { runDieJob("die-mid", false, true); }
+// The same over libfabric's tcp provider: the dead rank's endpoints refuse the survivors' sends and
+// probes (the OFI backend's departure detection).
+TEST(ProcessFailure, RankDyingMidAllReduceOverOfiFailsPeersFast) {
+  CC_REQUIRE_OFI_PROVIDER("tcp");
+  runDieJob("die-mid", false, true, true);
+}
+TEST(ProcessFailure, DeadRankOverOfiFailsPeersFast) {
+  CC_REQUIRE_OFI_PROVIDER("tcp");
+  runDieJob("die", false, true, true);
+}
 
 // ---- many ranks (issue 22) ----
 
@@ -766,6 +796,20 @@ TEST(ProcessNetns, DISABLED_RingOrderBusbw) {
       printf("RINGBENCH rep %d order %-8s %s\n", rep, order, out.substr(at, out.find('\n', at) - at).c_str());
     }
   }
+}
+
+// The same sweep over libfabric's tcp provider (COLLCOMM_NET=ofi) between the namespaces.
+TEST(ProcessNetns, SweepAcrossHostsOverOfi) {
+  CC_REQUIRE_OFI_PROVIDER("tcp");
+  NetnsLab lab;
+  if (const std::string why = lab.setUp(3); !why.empty()) GTEST_SKIP() << why;
+  WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=30", "COLLCOMM_NET=ofi", "COLLCOMM_OFI_PROVIDER=tcp"}, 90);
+  job.setLauncher(lab.launcher());
+  const std::string err = job.run();
+  ASSERT_EQ(err, "");
+  expectAllSucceeded(job, 3);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_NE(job.result(r).output.find("cases passed"), std::string::npos) << job.allOutput();
 }
 
 // A host's link goes down in the middle of large allreduces: every rank returns ccRemoteError or

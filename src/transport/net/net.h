@@ -99,6 +99,11 @@ struct NetOpsV1 {
 
 // The built-in socket backend (net_socket*.cc; net_socket_internal.h maps its files).
 const NetOpsV1& socketNet();
+// The libfabric backend (net_ofi*.cc; net_ofi_internal.h maps its files). Its init fails, with a
+// sentence, where libfabric or a usable provider is missing.
+const NetOpsV1& ofiNet();
+// The backend COLLCOMM_NET selects (net_select.cc): sockets unless it says ofi.
+const NetOpsV1& selectedNet();
 
 // How many helper threads and sockets per thread a socket connection uses: COLLCOMM_SOCKET_NTHREADS
 // when set (>= 0; 0: none, everything on the control socket) and COLLCOMM_NSOCKS_PERTHREAD when

@@ -1,5 +1,7 @@
 // NET transport: ranks on different hosts (or on one host with P2P and SHM disabled), over a net
-// backend (net.h; today the built-in sockets), driven by the proxy thread (proxy/proxy.h).
+// backend (net.h: sockets, or libfabric with COLLCOMM_NET=ofi), driven by the proxy thread
+// (proxy/proxy.h). The FIFO block (and the LL staging buffer) are registered with the backend once
+// per connection, for backends whose network needs registered memory.
 //
 // Each side has an ordinary FIFO (device/fifo.h) in its own memory, and the executors run the
 // same protocol code as for P2P/SHM. The proxy of the sending process moves each published step
@@ -74,7 +76,7 @@ void markGone(uint32_t* word, uint32_t state) {
 class NetConnection final : public FifoMemory, public ProxyClient {
  public:
   NetConnection(bool isSend, const FifoLayout& layout, const PeerInfo& peer, const ConnSetup& setup)
-      : isSend_(isSend), layout_(layout), peerRank_(peer.rank), opsRunning_(setup.opsRunning), net_(&socketNet()) {}
+      : isSend_(isSend), layout_(layout), peerRank_(peer.rank), opsRunning_(setup.opsRunning), net_(&selectedNet()) {}
 
   ~NetConnection() override {
     // A sender going away normally first lets the proxy send what the executor already published
@@ -86,7 +88,11 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     if (registered_) proxyRemove(this);
     if (registered_ && comm_ != nullptr && !failed_.load(std::memory_order_acquire)) leaveWord();
     if (connecting_) net_->abandonConnect(handle_);
-    if (comm_ != nullptr) (void)(isSend_ ? net_->closeSend(comm_) : net_->closeRecv(comm_));
+    if (comm_ != nullptr) {
+      if (blockMr_ != nullptr) (void)net_->deregMr(comm_, blockMr_);
+      if (stageMr_ != nullptr) (void)net_->deregMr(comm_, stageMr_);
+      (void)(isSend_ ? net_->closeSend(comm_) : net_->closeRecv(comm_));
+    }
     if (listen_ != nullptr) (void)net_->closeListen(listen_);
     free(block_);
   }
@@ -208,6 +214,9 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   }
 
   Status start() {
+    CC_CHECK(net_->regMr(comm_, block_, layout_.totalBytes(), NetMemType::kHost, &blockMr_));
+    if (!llStage_.empty())
+      CC_CHECK(net_->regMr(comm_, llStage_.data(), llStage_.size() * sizeof(uint64_t), NetMemType::kHost, &stageMr_));
     proxyAdd(this);
     registered_ = true;
     return kOk;
@@ -256,7 +265,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       const uint64_t slot = sPosted_ % kNumSteps;
       const size_t bytes = loadRelaxed(&ctrl_->simpleBytes[slot]);
       void* req = nullptr;
-      if (!isOk(net_->isend(comm_, simpleBuf_ + slot * stepBytes, bytes, kTagSimple, nullptr, &req))) {
+      if (!isOk(net_->isend(comm_, simpleBuf_ + slot * stepBytes, bytes, kTagSimple, blockMr_, &req))) {
         broken_ = true;
         break;
       }
@@ -284,7 +293,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       if (!complete) break;
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
       void* req = nullptr;
-      if (!isOk(net_->isend(comm_, lines, nLines * sizeof(uint64_t), kTagLl, nullptr, &req))) {
+      if (!isOk(net_->isend(comm_, lines, nLines * sizeof(uint64_t), kTagLl, blockMr_, &req))) {
         broken_ = true;
         break;
       }
@@ -361,7 +370,8 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       const size_t cap = stepBytes;
       const uint32_t tag = kTagSimple;
       void* req = nullptr;
-      if (!isOk(net_->irecv(comm_, 1, &buf, &cap, &tag, nullptr, &req))) {
+      void* mr = blockMr_;
+      if (!isOk(net_->irecv(comm_, 1, &buf, &cap, &tag, &mr, &req))) {
         broken_ = true;
         break;
       }
@@ -376,7 +386,8 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       void* buf = llStage_.data() + (lPosted_ % kLlInFlight) * layout_.llStepLines;
       const uint32_t tag = kTagLl;
       void* req = nullptr;
-      if (!isOk(net_->irecv(comm_, 1, &buf, &lineBytes, &tag, nullptr, &req))) {
+      void* mr = stageMr_;
+      if (!isOk(net_->irecv(comm_, 1, &buf, &lineBytes, &tag, &mr, &req))) {
         broken_ = true;
         break;
       }
@@ -427,6 +438,8 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   std::vector<uint64_t> llStage_;
   void* listen_ = nullptr;
   void* comm_ = nullptr;
+  void* blockMr_ = nullptr;  // the FIFO block's registration with the backend (null: none needed)
+  void* stageMr_ = nullptr;  // receiver: the LL staging buffer's
   unsigned char handle_[kNetHandleBytes] = {};
   bool connecting_ = false;
   bool registered_ = false;
@@ -451,7 +464,7 @@ bool netCanConnect(const PeerInfo&, const PeerInfo&) { return true; }
 // step with its header left a 122-byte third segment, and the steps sized to two full ones made a
 // 16 MiB allreduce about 8% faster (docs/lab/2026-11-24.md, "Whole segments").
 size_t netStepMaxBytes(const FifoLayout& layout) {
-  const NetOpsV1& net = socketNet();
+  const NetOpsV1& net = selectedNet();
   if (net.wholeSegmentBytes == nullptr) return 0;
   return net.wholeSegmentBytes(kNetDev, layout.simpleStepBytes, 64);
 }

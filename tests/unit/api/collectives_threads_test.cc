@@ -7,6 +7,7 @@
 
 #include "support/coll_check.h"
 #include "support/plan_rings.h"
+#include "support/ofi_provider.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
 
@@ -21,13 +22,19 @@ struct SweepParam {
   const char* algo = "";       // COLLCOMM_ALGO
   bool streamAll = false;      // COLLCOMM_STREAM_THRESHOLD=0: every result by streaming stores
   const char* ringOrder = "";  // COLLCOMM_RING_ORDER, "" for the default (plan/rings.h)
+  bool ofi = false;            // with net: COLLCOMM_NET=ofi over libfabric's tcp provider
 };
 
 class ThreadSweep : public ::testing::TestWithParam<SweepParam> {};
 
 TEST_P(ThreadSweep, EveryCollectiveExact) {
   const SweepParam p = GetParam();
+  if (p.ofi) CC_REQUIRE_OFI_PROVIDER("tcp");
   Watchdog dog(300, "thread sweep");
+  if (p.ofi) {
+    setenv("COLLCOMM_NET", "ofi", 1);
+    setenv("COLLCOMM_OFI_PROVIDER", "tcp", 1);
+  }
   setenv("COLLCOMM_PROTO", p.proto, 1);
   setenv("COLLCOMM_P2P_DISABLE", p.shm || p.net ? "1" : "0", 1);
   setenv("COLLCOMM_SHM_DISABLE", p.net ? "1" : "0", 1);
@@ -42,6 +49,8 @@ TEST_P(ThreadSweep, EveryCollectiveExact) {
   unsetenv("COLLCOMM_SHM_DISABLE");
   unsetenv("COLLCOMM_ALGO");
   unsetenv("COLLCOMM_STREAM_THRESHOLD");
+  unsetenv("COLLCOMM_NET");
+  unsetenv("COLLCOMM_OFI_PROVIDER");
   ASSERT_EQ(ranks.initResult(), ccSuccess) << ccGetLastError(nullptr);
   const auto cases = conformanceCases(p.nranks, p.proto[0] == '\0' && p.nranks <= 4);
   ranks.run([&](int rank, ccComm_t comm) {
@@ -101,11 +110,17 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
                                            SweepParam{3, "LL", false, false, "", false, "reverse"},
                                            SweepParam{4, "", false, false, "Ring", false, "reverse"},
                                            SweepParam{5, "Simple", true, false, "", false, "reverse"},
-                                           SweepParam{3, "", false, true, "", false, "reverse"}),
+                                           SweepParam{3, "", false, true, "", false, "reverse"},
+                                           // NET over libfabric's tcp provider (COLLCOMM_NET=ofi).
+                                           SweepParam{2, "", false, true, "", false, "", true},
+                                           SweepParam{3, "LL", false, true, "", false, "", true},
+                                           SweepParam{4, "Simple", false, true, "", false, "", true},
+                                           SweepParam{3, "", false, true, "OneShot", false, "", true}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
                                   (info.param.shm ? "_shm" : "") + (info.param.net ? "_net" : "") +
+                                  (info.param.ofi ? "_ofi" : "") +
                                   (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
                                   (info.param.streamAll ? "_stream" : "") +
                                   (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "");
