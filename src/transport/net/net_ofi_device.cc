@@ -42,8 +42,12 @@ constexpr int kMrModes = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_VIRT_ADDR | FI_MR
 std::mutex g_mu;
 bool g_inited = false;
 std::string g_key;  // the settings the device list was made under
-std::vector<Device*> g_devs;
-std::vector<Device*> g_retired;  // devices of earlier settings: open endpoints may still use them
+// Devices live as long as the process (open endpoints may use one until exit), so the lists are
+// never destroyed: exit handlers destroying them would leave the devices unreferenced (a leak to
+// LeakSanitizer) while an endpoint might still be closing.
+std::vector<Device*>& g_devs = *new std::vector<Device*>;
+// Devices of earlier settings: open endpoints may still use them.
+std::vector<Device*>& g_retired = *new std::vector<Device*>;
 std::string g_noDevices;         // why there are none, when there are none
 
 bool oneOf(const std::string& name, const char* const* list, size_t n) {

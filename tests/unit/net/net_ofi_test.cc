@@ -309,7 +309,9 @@ TEST_P(NetOfi, FarewellReachesTheSenderWhoseSendsFail) {
     EXPECT_EQ(sendUntilBroken(p.send), Status::kRemoteError);
     uint32_t word = 0;
     EXPECT_EQ(net().peerFarewell(p.send, &word), sayIt);
-    if (sayIt) EXPECT_EQ(word, 0xc0ffee07u);
+    if (sayIt) {
+      EXPECT_EQ(word, 0xc0ffee07u);
+    }
     EXPECT_EQ(threadLastError(), "") << "a peer's close was reported as a warning";
   }
 }
