@@ -718,10 +718,12 @@ class NetnsLab {
 
 // The conformance sweep over NET between three namespaces (hosts told apart by COLLCOMM_HOSTID,
 // so NET is chosen without disabling anything), the rendezvous root in host 0 (COLLCOMM_COMM_ID).
-TEST(ProcessNetns, SweepAcrossHosts) {
+// The sweep on 3 ranks, one per netns host, with `env` (besides the timeout) for every rank.
+void sweepAcrossHosts(std::vector<std::string> env, int deadlineSeconds) {
   NetnsLab lab;
   if (const std::string why = lab.setUp(3); !why.empty()) GTEST_SKIP() << why;
-  WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=30"}, 60);
+  env.insert(env.begin(), "COLLCOMM_TIMEOUT=30");
+  WorkerJob job("sweep", 3, env, deadlineSeconds);
   job.setLauncher(lab.launcher());
   const std::string err = job.run();
   ASSERT_EQ(err, "");
@@ -729,6 +731,8 @@ TEST(ProcessNetns, SweepAcrossHosts) {
   for (int r = 0; r < 3; ++r)
     EXPECT_NE(job.result(r).output.find("cases passed"), std::string::npos) << job.allOutput();
 }
+
+TEST(ProcessNetns, SweepAcrossHosts) { sweepAcrossHosts({}, 60); }
 
 // Three hosts of two ranks each, numbered round-robin across them (rank r on host r % 3): the
 // plan's rings keep each host's ranks together, so every channel's ring crosses between hosts
@@ -801,15 +805,7 @@ TEST(ProcessNetns, DISABLED_RingOrderBusbw) {
 // The same sweep over libfabric's tcp provider (COLLCOMM_NET=ofi) between the namespaces.
 TEST(ProcessNetns, SweepAcrossHostsOverOfi) {
   CC_REQUIRE_OFI_PROVIDER("tcp");
-  NetnsLab lab;
-  if (const std::string why = lab.setUp(3); !why.empty()) GTEST_SKIP() << why;
-  WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=30", "COLLCOMM_NET=ofi", "COLLCOMM_OFI_PROVIDER=tcp"}, 90);
-  job.setLauncher(lab.launcher());
-  const std::string err = job.run();
-  ASSERT_EQ(err, "");
-  expectAllSucceeded(job, 3);
-  for (int r = 0; r < 3; ++r)
-    EXPECT_NE(job.result(r).output.find("cases passed"), std::string::npos) << job.allOutput();
+  sweepAcrossHosts({"COLLCOMM_NET=ofi", "COLLCOMM_OFI_PROVIDER=tcp"}, 90);
 }
 
 // A host's link goes down in the middle of large allreduces: every rank returns ccRemoteError or

@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "support/ofi_provider.h"
+#include "support/net_pair.h"
 #include "support/watchdog.h"
 #include "transport/net/net.h"
 
@@ -33,17 +34,7 @@ class NetOfi : public ::testing::TestWithParam<const char*> {
   static const NetOpsV1& net() { return ofiNet(); }
 };
 
-struct Pair {
-  void* send = nullptr;
-  void* recv = nullptr;
-  void* listen = nullptr;
-  ~Pair() {
-    const NetOpsV1& n = ofiNet();
-    if (send != nullptr) (void)n.closeSend(send);
-    if (recv != nullptr) (void)n.closeRecv(recv);
-    if (listen != nullptr) (void)n.closeListen(listen);
-  }
-};
+using Pair = test::NetPair<ofiNet>;
 
 bool connectPair(Pair* p) {
   const NetOpsV1& n = ofiNet();

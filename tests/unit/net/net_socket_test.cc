@@ -20,6 +20,7 @@
 #include "bootstrap/socket.h"
 #include "common/status.h"
 #include "support/ipv6_loopback.h"
+#include "support/net_pair.h"
 #include "support/watchdog.h"
 #include "tcp_segments.h"
 #include "transport/net/net.h"
@@ -30,17 +31,7 @@ namespace {
 
 const NetSecret kSecret{{0x1234, 0x5678}};
 
-struct Pair {
-  void* send = nullptr;
-  void* recv = nullptr;
-  void* listen = nullptr;
-  ~Pair() {
-    const NetOpsV1& n = socketNet();
-    if (send != nullptr) (void)n.closeSend(send);
-    if (recv != nullptr) (void)n.closeRecv(recv);
-    if (listen != nullptr) (void)n.closeListen(listen);
-  }
-};
+using Pair = test::NetPair<socketNet>;
 
 // Connects a pair over device 0 with the given socket shape; false (with a test failure) on error.
 bool connectPair(Pair* p, const char* nthreads, const char* nsocks) {
