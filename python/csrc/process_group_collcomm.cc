@@ -14,6 +14,16 @@
 namespace collcomm_torch {
 namespace {
 
+// A host communicator's settings for a group named `name`: torch's timeout in whole seconds,
+// rounded up, is collcomm's deadline for every wait. `name` must outlive the call it is used in.
+ccConfig_t hostConfig(const std::string& name, std::chrono::milliseconds timeout) {
+  ccConfig_t config = CC_CONFIG_INITIALIZER;
+  config.device = CC_DEVICE_HOST;
+  config.commName = name.c_str();
+  config.timeout = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
+  return config;
+}
+
 // The store key under which rank 0 publishes the unique id (the store is already prefixed with
 // the group's name and device by torch).
 constexpr const char* kUniqueIdKey = "collcomm_unique_id";
@@ -258,11 +268,7 @@ ProcessGroupCollcomm::ProcessGroupCollcomm(const c10::intrusive_ptr<c10d::Store>
                 " bytes, expected ", sizeof(id));
     std::memcpy(&id, bytes.data(), sizeof(id));
   }
-  ccConfig_t config = CC_CONFIG_INITIALIZER;
-  config.device = CC_DEVICE_HOST;
-  config.commName = name_.c_str();
-  // torch's timeout in whole seconds, rounded up: collcomm's deadline for every wait.
-  config.timeout = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
+  ccConfig_t config = hostConfig(name_, timeout);
   ccResult_t res = ccCommInitRankConfig(&comm_, size, id, rank, &config);
   if (res != ccSuccess) {
     C10_THROW_ERROR(DistBackendError,
@@ -270,6 +276,46 @@ ProcessGroupCollcomm::ProcessGroupCollcomm(const c10::intrusive_ptr<c10d::Store>
                              " failed: ", ccGetErrorString(res), ": ", ccGetLastError(nullptr)));
   }
   worker_ = std::make_unique<Worker>();
+}
+
+ProcessGroupCollcomm::ProcessGroupCollcomm(Adopt, ccComm_t comm, int rank, int size, std::chrono::milliseconds timeout,
+                                           std::string name)
+    : c10d::Backend(rank, size), comm_(comm), timeout_(timeout), name_(std::move(name)) {
+  worker_ = std::make_unique<Worker>();
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::split(const c10::intrusive_ptr<c10d::Store>&,
+                                                              const std::vector<int>& ranks,
+                                                              const c10::intrusive_ptr<Options>& opts) {
+  TORCH_CHECK(!coalescing_, "collcomm: split_group inside a coalescing block; end the block first");
+  TORCH_CHECK(!ranks.empty(), "collcomm: split_group needs at least one rank");
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    TORCH_CHECK(ranks[i] >= 0 && ranks[i] < getSize(), "collcomm: split_group rank ", ranks[i],
+                " is not a rank of group '", name_, "' (size ", getSize(), ")");
+    TORCH_CHECK(i == 0 || ranks[i - 1] < ranks[i], "collcomm: split_group ranks must be sorted and distinct");
+  }
+  const auto self = std::find(ranks.begin(), ranks.end(), getRank());
+  const bool member = self != ranks.end();
+  // Subgroups made by one split are disjoint, so their lowest ranks tell them apart.
+  const int color = member ? ranks.front() : CC_SPLIT_NOCOLOR;
+  const int key = member ? static_cast<int>(self - ranks.begin()) : 0;
+  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
+  const std::string name = opts && !opts->group_name.empty() ? opts->group_name : name_ + ":split";
+  ccComm_t child = nullptr;
+  // The split is a collective of this group: it queues behind the group's earlier operations.
+  std::vector<at::Tensor> none;
+  auto work = enqueue(c10d::OpType::UNKNOWN, none, Task{[this, color, key, &child, &name, timeout] {
+                                                          ccConfig_t config = hostConfig(name, timeout);
+                                                          check(ccCommSplit(comm_, color, key, &child, &config),
+                                                                "split_group (ccCommSplit)");
+                                                        },
+                                                        {}});
+  work->wait();  // rethrows the split's failure
+  if (!member) return nullptr;
+  TORCH_CHECK(child != nullptr, "collcomm: ccCommSplit gave no communicator to rank ", getRank(), " of group '",
+              name_, "'");
+  return c10::make_intrusive<ProcessGroupCollcomm>(Adopt{}, child, key, static_cast<int>(ranks.size()), timeout,
+                                                   name);
 }
 
 ProcessGroupCollcomm::~ProcessGroupCollcomm() {

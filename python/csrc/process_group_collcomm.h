@@ -51,6 +51,9 @@ class ProcessGroupCollcomm : public c10d::Backend {
   // joins with `timeout` as collcomm's deadline for every wait.
   ProcessGroupCollcomm(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                        std::chrono::milliseconds timeout, std::string name);
+  // Takes over `comm`, a communicator split from another group's (see split()).
+  struct Adopt {};
+  ProcessGroupCollcomm(Adopt, ccComm_t comm, int rank, int size, std::chrono::milliseconds timeout, std::string name);
   ~ProcessGroupCollcomm() override;
 
   const std::string getBackendName() const override { return "collcomm"; }
@@ -61,6 +64,15 @@ class ProcessGroupCollcomm : public c10d::Backend {
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
   void setTimeout(std::chrono::milliseconds timeout) override;
+
+  // ProcessGroup::split_group: every rank of this group calls, each with the sorted ranks (of this
+  // group) of the subgroup it joins, or a list without itself. One ccCommSplit over this group
+  // makes every subgroup at once (color: a subgroup's lowest rank; key: the place in `ranks`). It
+  // runs on the worker, after what is queued, and returns the subgroup's backend, or null on a
+  // rank outside `ranks`.
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;

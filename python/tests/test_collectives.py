@@ -256,3 +256,35 @@ def test_data_movement(world):
 @pytest.mark.parametrize("world", [2, 4])
 def test_p2p_async_noncontiguous(world):
     run_ranks(check_p2p_and_async, world)
+
+
+def check_split_group(rank, world, gloo):
+    # ProcessGroup.split_group reaches the backend's split (ccCommSplit). Each rank names the
+    # subgroup it joins: even ranks together, odd ranks together, except the last rank of an even
+    # world, which names the even subgroup (without itself) and so joins none.
+    parent = dist.distributed_c10d._get_default_group()
+    outsider = world - 1 if world % 2 == 0 else None
+    evens = [r for r in range(0, world, 2)]
+    odds = [r for r in range(1, world, 2) if r != outsider]
+    mine = evens if rank % 2 == 0 or rank == outsider else odds
+    sub = parent.split_group(mine)
+    if rank == outsider:
+        assert sub is None
+    else:
+        assert sub is not None
+        assert (sub.rank(), sub.size()) == (mine.index(rank), len(mine))
+        t = torch.full((7,), float(rank + 1))
+        dist.all_reduce(t, group=sub)
+        assert t.tolist() == [float(sum(r + 1 for r in mine))] * 7
+        b = torch.full((3,), float(rank))
+        dist.broadcast(b, group=sub, group_src=len(mine) - 1)
+        assert b.tolist() == [float(mine[-1])] * 3
+    # The parent goes on working after the split.
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    assert t.tolist() == [float(world)] * 4
+
+
+@pytest.mark.parametrize("world", [3, 4])
+def test_split_group(world):
+    run_ranks(check_split_group, world)
