@@ -49,8 +49,11 @@ enum class CudaFailReason : uint32_t {
 // reads it once the stream has passed the kernel. The first failing thread of any block claims
 // `code` (a system-scope compare-and-swap from 0) and then fills the other fields; every other
 // block sees code != 0 in its next slow-path check and stops too.
+// The kernel claims the record (`claimed`), fills it, fences, and stores `code` last: a host that
+// reads a nonzero `code` (acquire) reads the whole record.
 struct CudaKernelStatus {
   uint32_t code;    // a ccResult_t; ccSuccess (0) while nothing failed
+  uint32_t claimed; // set by the launch's first failure, which alone writes the record
   uint32_t reason;  // a CudaFailReason
   int32_t channel;  // the block that failed
   int32_t peerRank;

@@ -111,7 +111,9 @@ class CudaPlatform {
     *static_cast<volatile uint32_t*>(blockFailed_) = 1;
     publishing_ = false;
     __threadfence_block();
-    if (atomicCAS_system(&status_->code, 0u, static_cast<uint32_t>(code)) != 0u) return;
+    // Blocks of one launch run on one device, whose atomics on mapped memory are atomic among
+    // themselves (not against the host, which only reads after `code`).
+    if (atomicCAS(&status_->claimed, 0u, 1u) != 0u) return;
     status_->reason = static_cast<uint32_t>(reason);
     status_->channel = static_cast<int32_t>(blockIdx.x);
     status_->peerRank = peer.rank;
@@ -120,6 +122,8 @@ class CudaPlatform {
     size_t n = 0;
     for (; what[n] != '\0' && n + 1 < sizeof(status_->what); ++n) status_->what[n] = what[n];
     status_->what[n] = '\0';
+    __threadfence_system();  // the record before the code that announces it
+    *static_cast<volatile uint32_t*>(&status_->code) = static_cast<uint32_t>(code);
     __threadfence_system();
   }
 
@@ -156,7 +160,7 @@ class CudaPlatform {
   // Slow path of every wait: a sibling thread or another block failed, abort, peer gone, deadline.
   __device__ bool healthy(const PeerRef& peer, const char* what, WaitClock& clock) {
     if (failed()) return false;
-    if (*static_cast<volatile uint32_t*>(&status_->code) != 0u) {
+    if (*static_cast<volatile uint32_t*>(&status_->claimed) != 0u) {
       *static_cast<volatile uint32_t*>(blockFailed_) = 1;
       publishing_ = false;
       return false;
