@@ -31,6 +31,7 @@
 #include "common/status.h"
 #include "device/fifo.h"
 #include "device/op_arg.h"
+#include "device/transfer.h"
 
 namespace collcomm::detail {
 
@@ -81,20 +82,6 @@ struct ExecColl {
 struct ExecFailure {
   int culprit = -1;
   GoneReason reason = kGoneFailed;
-};
-
-// One point-to-point transfer of a batch, its connection made by core. Transfers to (or from) the
-// same peer complete in order; transfers with different peers progress together, so a batch that
-// both sends to and receives from every peer cannot deadlock. Self transfers pair the i-th send
-// with the i-th receive.
-struct ExecTransfer {
-  bool isSend;
-  int peer;
-  void* buf;
-  size_t bytes;
-  SendConn* send;   // isSend, peer != self
-  RecvConn* recv;   // !isSend, peer != self
-  size_t done = 0;  // the executor's progress: 0 when handed over
 };
 
 // What one operation runs under, beside its plan.
