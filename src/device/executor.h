@@ -12,10 +12,10 @@
 // sentence). Core includes no file of either. This header includes no CUDA header and no host
 // platform header.
 //
-// Where the two still differ (issue "one path"): point-to-point batches, the one-shot AllReduce on
-// more than two ranks and the Direct algorithm are host-only algorithms of the host executor
-// (device/host/host_p2p.cc, host_one_shot.cc, host_direct.cc), not yet portable code over
-// Primitives; the CUDA executor refuses them (core's checks stop such calls first).
+// Where the two still differ (issue "one path"): the one-shot AllReduce on more than two ranks and
+// the Direct algorithm are host-only algorithms of the host executor (device/host/host_one_shot.cc,
+// host_direct.cc); point-to-point batches are portable (collectives/p2p.h) but only the host
+// executor runs them yet. The CUDA executor refuses all three (core's checks stop such calls first).
 #pragma once
 
 #include <atomic>
@@ -143,8 +143,8 @@ class Executor {
   // op.stream (NULL: the legacy default stream) and returns without waiting, its failures showing
   // in failure(). Operations of one communicator run in the order they were submitted.
   virtual Status run(const ExecColl& coll, const ExecOp& op) = 0;
-  // Runs a batch of point-to-point transfers to completion (host; the CUDA executor has none yet
-  // and refuses). `transfers` is the executor's to update until it returns.
+  // Runs a batch of point-to-point transfers to completion (host; the CUDA executor refuses: its
+  // kernel, device/cuda/p2p_kernel.cu, is not wired yet). `transfers` is the executor's to update until it returns.
   virtual Status runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) = 0;
   // kOk while no enqueued operation of this communicator has failed; else the failure's code, with
   // its sentence (naming the peer rank and host) in *message. Any thread. The host executor's

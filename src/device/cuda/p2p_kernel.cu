@@ -82,8 +82,8 @@ Status cudaLaunchP2p(const CudaP2pArgs& args, struct CUstream_st* stream) {
   for (int i = 0; i < args.nTransfers; ++i) {
     const ExecTransfer& t = args.transfers[i];
     if (t.peer != args.self && t.bytes != 0 && (t.isSend ? t.send == nullptr : t.recv == nullptr))
-      return CC_ERROR(Status::kInvalidArgument, "CUDA launch of a point-to-point batch: transfer %d lacks its connection",
-                      i);
+      return CC_ERROR(Status::kInvalidArgument,
+                      "CUDA launch of a point-to-point batch: transfer %d lacks its connection", i);
   }
   cudaP2pKernel<<<1, args.nthreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(args);
   const cudaError_t err = cudaGetLastError();

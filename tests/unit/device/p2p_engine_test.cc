@@ -58,10 +58,12 @@ struct Pair {
       bindFifo(recv[r], in.mem, kLayout);
       send[r].simpleStepMax = kStep;
       recv[r].simpleStepMax = kStep;
-      send[r].peer = PeerRef{1 - r, -1, true, "here", &send[r].ctrl->receiverState, &send[r].ctrl->senderState,
-                             &send[r].ctrl->spaceBell, &send[r].ctrl->dataBell};
-      recv[r].peer = PeerRef{1 - r, -1, true, "here", &recv[r].ctrl->senderState, &recv[r].ctrl->receiverState,
-                             &recv[r].ctrl->dataBell, &recv[r].ctrl->spaceBell};
+      send[r].peer = PeerRef{1 - r, -1, true, "here", &send[r].ctrl->receiverState, &send[r].ctrl->senderState};
+      send[r].peer.waitBell = &send[r].ctrl->spaceBell;
+      send[r].peer.wakeBell = &send[r].ctrl->dataBell;
+      recv[r].peer = PeerRef{1 - r, -1, true, "here", &recv[r].ctrl->senderState, &recv[r].ctrl->receiverState};
+      recv[r].peer.waitBell = &recv[r].ctrl->dataBell;
+      recv[r].peer.wakeBell = &recv[r].ctrl->spaceBell;
       ExecSetup setup{};
       setup.device = CC_DEVICE_HOST;
       setup.rank = r;
