@@ -3,8 +3,11 @@
 // executor interface, as core drives it) with two ranks as threads joined by FIFOs in this
 // process's memory, parking forced or not. No communicator, bootstrap or transport takes part.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
+#include <barrier>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -295,6 +298,142 @@ TEST(P2pEngine, APeerThatLeavesFailsTheWaitingRank) {
     EXPECT_EQ(failure.culprit, 1);
     EXPECT_NE(threadLastError().find("rank 1 (host here) was aborted"), std::string::npos) << threadLastError();
   }
+}
+
+// A platform whose block is several host threads, as a GPU runs the engine (CudaPlatform): each
+// thread holds private copies of the transfers and connections, the threads split every copy
+// (reduceCopy's tid/nthreads) and must take the same decisions (allAgree), and thread 0 alone
+// publishes after a barrier. Waits spin (yielding) under a deadline instead of failing a test by
+// hanging.
+struct Team {
+  explicit Team(int n) : nthreads(n), bar(n), votes(n) {}
+  int nthreads;
+  std::barrier<> bar;
+  std::vector<int> votes;
+  std::atomic<bool> failed{false};
+};
+
+class TeamPlatform {
+ public:
+  TeamPlatform(Team& team, int tid) : team_(team), tid_(tid) {}
+  int tid() const { return tid_; }
+  int nthreads() const { return team_.nthreads; }
+  void barrier() { team_.bar.arrive_and_wait(); }
+  bool allAgree(bool v) {
+    team_.votes[tid_] = v ? 1 : 0;
+    barrier();
+    bool all = true;
+    for (int vote : team_.votes) all = all && vote != 0;
+    barrier();  // every thread has read the votes before any writes the next
+    return all;
+  }
+  static uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+  static uint64_t loadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+  static void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+  static void storeRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+  template <class Pred>
+  bool waitUntil(Pred&& pred, const PeerRef&, const char*) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!pred())
+      if (std::chrono::steady_clock::now() > until) return fail();
+    return true;
+  }
+  bool idle(uint32_t* iteration, const PeerRef&, const char*, bool (*)(void*) = nullptr, void* = nullptr) {
+    if ((*iteration)++ == 0) idleSince_ = std::chrono::steady_clock::now();
+    sched_yield();
+    return std::chrono::steady_clock::now() - idleSince_ < std::chrono::seconds(20) || fail();
+  }
+  void failSizeMismatch(const PeerRef&, uint64_t, uint64_t) { fail(); }
+
+ private:
+  bool fail() {
+    team_.failed = true;
+    return false;
+  }
+  Team& team_;
+  int tid_;
+  std::chrono::steady_clock::time_point idleSince_;
+};
+
+// Runs `batch` on a team of n threads, each on private copies as the CUDA kernel makes them (one
+// copy per connection), then writes the step counters back. True unless a wait failed.
+bool runOnTeam(int n, std::vector<ExecTransfer>& batch, int self) {
+  Team team(n);
+  std::vector<std::thread> threads;
+  std::vector<std::vector<ExecTransfer>> ops(n, batch);
+  std::vector<SendConn> sends[16];
+  std::vector<RecvConn> recvs[16];
+  for (int t = 0; t < n; ++t) {
+    sends[t].resize(batch.size());
+    recvs[t].resize(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i].peer == self || batch[i].bytes == 0) continue;
+      if (batch[i].isSend) {
+        sends[t][i] = *batch[i].send;
+        ops[t][i].send = &sends[t][i];
+      } else {
+        recvs[t][i] = *batch[i].recv;
+        ops[t][i].recv = &recvs[t][i];
+      }
+    }
+  }
+  for (int t = 0; t < n; ++t)
+    threads.emplace_back([&, t] {
+      TeamPlatform plat(team, t);
+      P2pEngine<TeamPlatform> engine(plat, ops[t].data(), ops[t].size());
+      engine.copySelf(self);
+      engine.run();
+    });
+  for (std::thread& th : threads) th.join();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i].done = ops[0][i].done;
+    if (batch[i].peer == self || batch[i].bytes == 0) continue;
+    if (batch[i].isSend)
+      batch[i].send->simpleStep = sends[0][i].simpleStep;
+    else
+      batch[i].recv->simpleStep = recvs[0][i].simpleStep;
+  }
+  return !team.failed;
+}
+
+// The engine on blocks of several threads (3 on rank 0, 2 on rank 1: different splits of every
+// step), one transfer each way per connection (the test copies one connection per transfer),
+// sizes that end mid-step and outgrow the FIFO, and a self pair that overlaps: exact bytes, and
+// the step counters where a single-threaded run leaves them, so a second batch continues the FIFO.
+TEST(P2pEngine, RunsOnBlocksOfSeveralThreadsWithTheSameResult) {
+  Pair pair;
+  test::Watchdog dog(60, "point-to-point engine on teams of threads");
+  const size_t bytes = 3 * kFifoBytes + 333;
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    std::vector<char> out[2], in[2];
+    for (int r = 0; r < 2; ++r) {
+      out[r] = pattern(bytes + round, 20 * r + round);
+      in[r].assign(bytes + round, 0);
+    }
+    std::vector<char> self = pattern(9000, 30 + round);
+    const std::vector<char> selfOrig = self;
+    std::vector<ExecTransfer> batch[2];
+    batch[0] = {pair.sendTo(0, out[0]), pair.recvFrom(0, in[0]),
+                ExecTransfer{true, 0, self.data() + 1000, 5000, nullptr, nullptr, 0},
+                ExecTransfer{false, 0, self.data() + 2500, 5000, nullptr, nullptr, 0}};
+    batch[1] = {pair.recvFrom(1, in[1]), pair.sendTo(1, out[1])};
+    bool ok[2] = {false, false};
+    std::thread other([&] { ok[1] = runOnTeam(2, batch[1], 1); });
+    ok[0] = runOnTeam(3, batch[0], 0);
+    other.join();
+    ASSERT_TRUE(ok[0] && ok[1]);
+    EXPECT_EQ(in[0], out[1]);
+    EXPECT_EQ(in[1], out[0]);
+    std::vector<char> want = selfOrig;
+    memmove(want.data() + 2500, selfOrig.data() + 1000, 5000);
+    EXPECT_EQ(self, want);
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(pair.send[r].simpleStep, pair.recv[1 - r].simpleStep);
+      for (const ExecTransfer& t : batch[r]) EXPECT_EQ(t.done, t.bytes);
+    }
+  }
+  EXPECT_EQ(pair.send[0].simpleStep, (bytes + kStep - 1) / kStep + (bytes + 1 + kStep - 1) / kStep);
 }
 
 }  // namespace
