@@ -1,7 +1,7 @@
 // Point-to-point batches (Send, Recv, and AlltoAll/Gather/Scatter expanded into them): a portable,
 // resumable engine over the Simple protocol (device/protocols.h), instantiated by an executor with
 // its platform like Primitives (host: P2pEngine<HostPlatform>, device/host/host_p2p.cc; CUDA:
-// P2pEngine<CudaPlatform>, device/cuda/p2p_kernel.cuh).
+// P2pEngine<CudaPlatform>, device/cuda/p2p_kernel.cu).
 //
 // A batch's transfers (ExecTransfer, device/transfer.h) all progress together: each round moves,
 // for every active transfer, as many steps as can move now (room in the receiver's FIFO, data in

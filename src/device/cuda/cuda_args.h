@@ -89,7 +89,7 @@ struct CudaCollArgs {
   CudaChannelArgs channels[kCudaMaxChannels];
 };
 
-// One batch of point-to-point transfers for the point-to-point kernel (p2p_kernel.cuh): one block
+// One batch of point-to-point transfers for the point-to-point kernel (p2p_kernel.cu): one block
 // runs the portable engine (collectives/p2p.h) over every transfer. The transfers' buffers and
 // connections must be device-visible; each thread works on private copies of the connections and
 // thread 0 writes their step counters back at the end (as CudaChannelArgs). Sends to self must

@@ -52,7 +52,7 @@ class CudaPlatform {
                           void* recvStaging)
       : CudaPlatform(args.abortFlag, args.status, args.timeoutNs, blockFailed, sendStaging0, sendStaging1,
                      recvStaging) {}
-  // The same from a launch's wait parameters alone (the point-to-point kernel, p2p_kernel.cuh).
+  // The same from a launch's wait parameters alone (the point-to-point kernel, p2p_kernel.cu).
   __device__ CudaPlatform(const volatile uint32_t* abortFlag, CudaKernelStatus* status, uint64_t timeoutNs,
                           uint32_t* blockFailed, void* sendStaging0, void* sendStaging1, void* recvStaging)
       : blockFailed_(blockFailed),
