@@ -10,7 +10,7 @@
 //   acquireRecv(plat, RecvConn&, bytes) -> const void*  the next step's payload, once it is there
 //   releaseRecv(plat, RecvConn&)                 hand the slot back to the sender
 // Simple also has non-blocking readiness checks (sendReady, recvReady) for engines that poll
-// several connections at once (p2p_engine.h).
+// several connections at once (collectives/p2p.h).
 // Simple: payload written straight into the slot, one release-store per step; best for large
 //   messages (one pass over memory), costs a round trip of two flags per step.
 // LL: payload and flag in one 8-byte line, so no separate tail; half the bytes are flags, and the
@@ -60,7 +60,7 @@ struct ProtoSimple {
   }
 
   // Non-blocking: whether the next send step has room now. An engine that polls several
-  // connections (p2p_engine.h) asks this, then acquireSend does not wait. The receiver's head
+  // connections (collectives/p2p.h) asks this, then acquireSend does not wait. The receiver's head
   // line is read only when the value last seen says the FIFO may be full.
   template <class Platform>
   CC_HD static bool sendReady(Platform& plat, SendConn& c) {

@@ -1,5 +1,5 @@
 // One point-to-point transfer as executors take it: plain data, shared by core (which fills it),
-// the host executor and device code (device/p2p_engine.h runs batches of them). No CUDA header.
+// the host executor and device code (collectives/p2p.h runs batches of them). No CUDA header.
 #pragma once
 
 #include <cstddef>
