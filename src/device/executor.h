@@ -12,10 +12,10 @@
 // sentence). Core includes no file of either. This header includes no CUDA header and no host
 // platform header.
 //
-// Where the two still differ (issue "one path"): point-to-point batches, the one-shot AllReduce on
-// more than two ranks and the Direct algorithm are host-only algorithms of the host executor
-// (device/host/host_p2p.cc, host_one_shot.cc, host_direct.cc), not yet portable code over
-// Primitives; the CUDA executor refuses them (core's checks stop such calls first).
+// Where the two still differ (issue "one path"): the one-shot AllReduce on more than two ranks and
+// the Direct algorithm are host-only algorithms of the host executor (device/host/host_one_shot.cc,
+// host_direct.cc); point-to-point batches are portable (collectives/p2p.h) but only the host
+// executor runs them yet. The CUDA executor refuses all three (core's checks stop such calls first).
 #pragma once
 
 #include <atomic>
@@ -31,6 +31,7 @@
 #include "common/status.h"
 #include "device/fifo.h"
 #include "device/op_arg.h"
+#include "device/transfer.h"
 
 namespace collcomm::detail {
 
@@ -81,20 +82,6 @@ struct ExecColl {
 struct ExecFailure {
   int culprit = -1;
   GoneReason reason = kGoneFailed;
-};
-
-// One point-to-point transfer of a batch, its connection made by core. Transfers to (or from) the
-// same peer complete in order; transfers with different peers progress together, so a batch that
-// both sends to and receives from every peer cannot deadlock. Self transfers pair the i-th send
-// with the i-th receive.
-struct ExecTransfer {
-  bool isSend;
-  int peer;
-  void* buf;
-  size_t bytes;
-  SendConn* send;   // isSend, peer != self
-  RecvConn* recv;   // !isSend, peer != self
-  size_t done = 0;  // the executor's progress: 0 when handed over
 };
 
 // What one operation runs under, beside its plan.
@@ -156,8 +143,9 @@ class Executor {
   // op.stream (NULL: the legacy default stream) and returns without waiting, its failures showing
   // in failure(). Operations of one communicator run in the order they were submitted.
   virtual Status run(const ExecColl& coll, const ExecOp& op) = 0;
-  // Runs a batch of point-to-point transfers to completion (host; the CUDA executor has none yet
-  // and refuses). `transfers` is the executor's to update until it returns.
+  // Runs a batch of point-to-point transfers to completion (host; the CUDA executor refuses: its
+  // kernel, device/cuda/p2p_kernel.cu, is not wired yet). `transfers` is the executor's to update
+  // until it returns.
   virtual Status runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) = 0;
   // kOk while no enqueued operation of this communicator has failed; else the failure's code, with
   // its sentence (naming the peer rank and host) in *message. Any thread. The host executor's

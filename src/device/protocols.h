@@ -9,6 +9,8 @@
 //   postSend(plat, SendConn&, void* p, bytes)    publish it (bytes <= stepBytes)
 //   acquireRecv(plat, RecvConn&, bytes) -> const void*  the next step's payload, once it is there
 //   releaseRecv(plat, RecvConn&)                 hand the slot back to the sender
+// Simple also has non-blocking readiness checks (sendReady, recvReady) for engines that poll
+// several connections at once (collectives/p2p.h).
 // Simple: payload written straight into the slot, one release-store per step; best for large
 //   messages (one pass over memory), costs a round trip of two flags per step.
 // LL: payload and flag in one 8-byte line, so no separate tail; half the bytes are flags, and the
@@ -55,6 +57,20 @@ struct ProtoSimple {
     c.simpleStep++;
     if constexpr (requires { plat.published(c.peer); }) plat.published(c.peer);
     if constexpr (requires { plat.stepPublished(c, bytes); }) plat.stepPublished(c, bytes);
+  }
+
+  // Non-blocking: whether the next send step has room now. An engine that polls several
+  // connections (collectives/p2p.h) asks this, then acquireSend does not wait. The receiver's head
+  // line is read only when the value last seen says the FIFO may be full.
+  template <class Platform>
+  CC_HD static bool sendReady(Platform& plat, SendConn& c) {
+    return c.simpleHeadSeen + kNumSteps > c.simpleStep ||
+           (c.simpleHeadSeen = plat.loadAcquire(&c.ctrl->simpleHead)) + kNumSteps > c.simpleStep;
+  }
+  // Non-blocking: whether the next receive step has arrived (then acquireRecv does not wait).
+  template <class Platform>
+  CC_HD static bool recvReady(Platform& plat, const RecvConn& c) {
+    return plat.loadAcquire(&c.ctrl->simpleTail) > c.simpleStep;
   }
 
   template <class Platform>

@@ -14,6 +14,7 @@
 #include "collectives/coll_list.h"
 #include "device/fifo.h"
 #include "device/reduce_ops.h"
+#include "device/transfer.h"
 
 namespace collcomm::detail {
 
@@ -89,6 +90,22 @@ struct CudaCollArgs {
   CudaKernelStatus* status;  // required
   int nChannels;             // 1..kCudaMaxChannels
   CudaChannelArgs channels[kCudaMaxChannels];
+};
+
+// One batch of point-to-point transfers for the point-to-point kernel (p2p_kernel.cu): one block
+// runs the portable engine (collectives/p2p.h) over every transfer. The transfers' buffers and
+// connections must be device-visible; each thread works on private copies of the connections and
+// thread 0 writes their step counters back at the end (as CudaChannelArgs). Sends to self must
+// pair with receives from self (checkSelfPairs, checked by the launcher).
+inline constexpr int kCudaMaxP2pTransfers = 32;
+struct CudaP2pArgs {
+  int self;  // this rank
+  int nthreads;
+  const volatile uint32_t* abortFlag;  // as CudaCollArgs
+  uint64_t timeoutNs;
+  CudaKernelStatus* status;  // required
+  int nTransfers;            // 0..kCudaMaxP2pTransfers
+  ExecTransfer transfers[kCudaMaxP2pTransfers];
 };
 
 }  // namespace collcomm::detail

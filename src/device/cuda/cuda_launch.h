@@ -18,6 +18,13 @@ namespace collcomm::detail {
 // kCudaError when the launch itself fails. Control tier; thread-safe.
 Status cudaLaunchCollective(const CudaCollArgs& args, struct CUstream_st* stream);
 
+// Queues the point-to-point kernel (p2p_kernel.cu: one block runs collectives/p2p.h over the
+// batch) on `stream` and returns without waiting; status and pointers as cudaLaunchCollective.
+// Errors (nothing queued): kInvalidArgument outside CudaP2pArgs' contract, kInvalidUsage when the
+// sends to self do not pair with the receives from self, kCudaError when the launch fails. Not yet
+// called by the CUDA executor (see p2p_kernel.cu). Control tier; thread-safe.
+Status cudaLaunchP2p(const CudaP2pArgs& args, struct CUstream_st* stream);
+
 // The sentence and Status for what a finished kernel left in `status` (kOk when nothing failed).
 // opName and rank name the operation in the sentence. Control tier.
 Status cudaKernelResult(const CudaKernelStatus& status, const char* opName, int rank);

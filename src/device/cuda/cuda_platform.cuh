@@ -2,6 +2,7 @@
 // collectives/) needs from "the hardware" when one thread block plays one channel. Same contract
 // as HostPlatform (host/host_platform.h):
 //   tid(), nthreads(), barrier()             the block's threads
+//   allAgree(v) -> bool                      v held on every thread of the block (a barrier)
 //   loadAcquire/loadRelaxed/storeRelease/storeRelaxed on uint64_t words shared with peers
 //   waitUntil(pred, peer, what) -> bool      false once the wait has failed; the failure is recorded
 //   failSizeMismatch(peer, got, expected)    records a protocol-level disagreement
@@ -49,12 +50,17 @@ class CudaPlatform {
   // Every thread of the block builds its own CudaPlatform over the same shared words.
   __device__ CudaPlatform(const CudaCollArgs& args, uint32_t* blockFailed, void* sendStaging0, void* sendStaging1,
                           void* recvStaging)
+      : CudaPlatform(args.abortFlag, args.status, args.timeoutNs, blockFailed, sendStaging0, sendStaging1,
+                     recvStaging) {}
+  // The same from a launch's wait parameters alone (the point-to-point kernel, p2p_kernel.cu).
+  __device__ CudaPlatform(const volatile uint32_t* abortFlag, CudaKernelStatus* status, uint64_t timeoutNs,
+                          uint32_t* blockFailed, void* sendStaging0, void* sendStaging1, void* recvStaging)
       : blockFailed_(blockFailed),
-        abortFlag_(args.abortFlag),
-        status_(args.status),
+        abortFlag_(abortFlag),
+        status_(status),
         sendStaging_{sendStaging0, sendStaging1},
         recvStaging_(recvStaging),
-        timeoutNs_(args.timeoutNs) {}
+        timeoutNs_(timeoutNs) {}
 
   __device__ int tid() const { return static_cast<int>(threadIdx.x); }
   __device__ int nthreads() const { return static_cast<int>(blockDim.x); }
@@ -64,6 +70,19 @@ class CudaPlatform {
   __device__ void barrier() {
     asm volatile("barrier.sync 0;" ::: "memory");
     publishing_ = *static_cast<volatile uint32_t*>(blockFailed_) == 0;
+  }
+
+  // True when v is true on every thread of the block: a barrier with an AND (the non-aligned
+  // barrier.red, as barrier() and for the same reason), so the threads take one decision.
+  __device__ bool allAgree(bool v) {
+    uint32_t all;
+    asm volatile(
+        "{\n\t.reg .pred p, q;\n\tsetp.ne.u32 q, %1, 0;\n\tbarrier.red.and.pred p, 0, q;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(all)
+        : "r"(static_cast<uint32_t>(v))
+        : "memory");
+    publishing_ = *static_cast<volatile uint32_t*>(blockFailed_) == 0;
+    return all != 0;
   }
 
   __device__ static uint64_t loadAcquire(const uint64_t* p) {
@@ -99,6 +118,17 @@ class CudaPlatform {
       if (pred()) return true;
       if (i % kPollsPerCheck == 0 && !healthy(peer, what, clock)) return false;
     }
+  }
+
+  // For engines that poll several connections (collectives/p2p.h): one round that moved nothing;
+  // false once the wait has failed. A block never sleeps, so `ready` (the host's parking hint) is
+  // unused. Every kPollsPerCheck-th round runs the slow path; the deadline counts from the first
+  // idle round after the last progress (the engine restarts *iteration at 0 when a step moves).
+  __device__ bool idle(uint32_t* iteration, const PeerRef& peer, const char* what, bool (*)(void*) = nullptr,
+                       void* = nullptr) {
+    const uint32_t i = ++*iteration;
+    if (i == 1) idleClock_ = WaitClock{};
+    return i % kPollsPerCheck != 0 || healthy(peer, what, idleClock_);
   }
 
   __device__ void failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected) {
@@ -195,6 +225,7 @@ class CudaPlatform {
   uint64_t timeoutNs_;  // per wait; 0 = none
   int sendFlip_ = 0;
   bool publishing_ = true;
+  WaitClock idleClock_;  // idle(): the current run of idle rounds
 };
 
 }  // namespace collcomm::detail

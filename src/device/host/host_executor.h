@@ -1,10 +1,10 @@
 // The host executor (device/executor.h): runs a host communicator's operations on host memory, the
 // calling thread doing the work, and blocks until each is done. Its parts, each in its own
 // translation unit: the ring collectives by family (host_run_*.cc, instantiating the portable
-// algorithms over Primitives<..., HostPlatform>), and three host-only algorithms that have no
-// portable form yet (issue "one path"): point-to-point batches (host_p2p.cc), the one-shot
-// AllReduce on more than two ranks (host_one_shot.cc) and Direct (host_direct.cc). Included by
-// src/device/host only: core sees the Executor interface.
+// algorithms over Primitives<..., HostPlatform>), point-to-point batches (host_p2p.cc, the portable
+// collectives/p2p.h over HostPlatform), and two host-only algorithms that have no portable form yet
+// (issue "one path"): the one-shot AllReduce on more than two ranks (host_one_shot.cc) and Direct
+// (host_direct.cc). Included by src/device/host only: core sees the Executor interface.
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,7 @@
 //
 // Contract shared with the CUDA platform:
 //   tid(), nthreads(), barrier()             the cooperating threads (here: one)
+//   allAgree(v) -> bool                      v held on every thread (a barrier; here: v)
 //   loadAcquire/loadRelaxed/storeRelease/storeRelaxed on uint64_t words shared with peers
 //   waitUntil(pred, peer, what) -> bool      false once the wait has failed; the failure is recorded
 //   failSizeMismatch(peer, got, expected)    records a protocol-level disagreement
@@ -85,6 +86,7 @@ class HostPlatform {
   int tid() const { return 0; }
   int nthreads() const { return 1; }
   void barrier() {}
+  static bool allAgree(bool v) { return v; }
 
   static uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
   static uint64_t loadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
@@ -149,7 +151,8 @@ class HostPlatform {
   // departure or its deadline (the publishers it waits for wake it at once).
   static constexpr int64_t kParkNs = 2'000'000;
 
-  // For engines that poll several connections: one idle round; false once the wait has failed.
+  // For engines that poll several connections (collectives/p2p.h): one idle round; false once the
+  // wait has failed.
   // `ready` (may be null): when the engine waits on `peer`'s connection alone, whether what it
   // waits for is there; with it a long idle parks on the connection like waitUntil.
   bool idle(uint32_t* iteration, const PeerRef& peer, const char* what, bool (*ready)(void*) = nullptr,
