@@ -15,7 +15,9 @@
 namespace collcomm::detail {
 
 // Algo: a type with `template <class T, class Prims> static void run(Prims&, const RingWork&)` and
-// `static constexpr bool kBlocks` (true: the count is per rank block, AllGather/ReduceScatter).
+// `static constexpr bool kBlocks` (true: the count is per rank block, AllGather/ReduceScatter); or
+// one with `template <class T, class Fn, class Proto> static Status runAll(const HostCollArgs&, const
+// HostWaitContext&)` that runs every channel itself (the tree, host_run_tree.cc).
 template <class T, class Fn, class Proto, class Algo>
 Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
   Fn fn(a.op.opArg);
@@ -55,18 +57,28 @@ Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
 
 template <class T, class Fn, class Algo>
 Status runRingProto(const HostCollArgs& a, const HostWaitContext& ctx) {
-  return a.proto == Protocol::kLL ? runRing<T, Fn, ProtoLL, Algo>(a, ctx) : runRing<T, Fn, ProtoSimple, Algo>(a, ctx);
+  if constexpr (requires { &Algo::template runAll<T, Fn, ProtoSimple>; })
+    return a.proto == Protocol::kLL ? Algo::template runAll<T, Fn, ProtoLL>(a, ctx)
+                                    : Algo::template runAll<T, Fn, ProtoSimple>(a, ctx);
+  else
+    return a.proto == Protocol::kLL ? runRing<T, Fn, ProtoLL, Algo>(a, ctx) : runRing<T, Fn, ProtoSimple, Algo>(a, ctx);
 }
 
 template <class T, class Algo>
 Status runRingOp(const HostCollArgs& a, const HostWaitContext& ctx) {
   switch (a.op.kind) {
-    case RedOpKind::kSum: return runRingProto<T, FuncSum<T>, Algo>(a, ctx);
-    case RedOpKind::kProd: return runRingProto<T, FuncProd<T>, Algo>(a, ctx);
-    case RedOpKind::kMax: return runRingProto<T, FuncMax<T>, Algo>(a, ctx);
-    case RedOpKind::kMin: return runRingProto<T, FuncMin<T>, Algo>(a, ctx);
-    case RedOpKind::kPreMulSum: return runRingProto<T, FuncPreMulSum<T>, Algo>(a, ctx);
-    case RedOpKind::kSumPostDiv: return runRingProto<T, FuncSumPostDiv<T>, Algo>(a, ctx);
+    case RedOpKind::kSum:
+      return runRingProto<T, FuncSum<T>, Algo>(a, ctx);
+    case RedOpKind::kProd:
+      return runRingProto<T, FuncProd<T>, Algo>(a, ctx);
+    case RedOpKind::kMax:
+      return runRingProto<T, FuncMax<T>, Algo>(a, ctx);
+    case RedOpKind::kMin:
+      return runRingProto<T, FuncMin<T>, Algo>(a, ctx);
+    case RedOpKind::kPreMulSum:
+      return runRingProto<T, FuncPreMulSum<T>, Algo>(a, ctx);
+    case RedOpKind::kSumPostDiv:
+      return runRingProto<T, FuncSumPostDiv<T>, Algo>(a, ctx);
   }
   return CC_ERROR(Status::kInternalError, "unknown reduction kind %d", static_cast<int>(a.op.kind));
 }
@@ -80,7 +92,8 @@ Status runReducingRing(const HostCollArgs& a, const HostWaitContext& ctx) {
     return runRingOp<Type, Algo>(a, ctx);
     CC_DTYPE_LIST(CC_RUN_DTYPE)
 #undef CC_RUN_DTYPE
-    default: break;
+    default:
+      break;
   }
   return CC_ERROR(Status::kInternalError, "unknown data type %d", static_cast<int>(a.dtype));
 }
