@@ -22,10 +22,10 @@ struct RingWork {
   size_t partCount;
   // Elements each rank handles per pipeline round (a multiple of the protocol's step).
   size_t chunkElems;
-  Algorithm algo;  // AllReduce: Ring or OneShot (two ranks); the others are rings
-  int root;        // Broadcast/Reduce: the root's rank
+  Algorithm algo;      // AllReduce: Ring or OneShot (two ranks); the others are rings
+  int root;            // Broadcast/Reduce: the root's rank
   int nranks;
-  int ringPos;           // this rank's position on the ring
+  int ringPos;         // this rank's position on the ring
   const int* ringRanks;  // rank at each ring position; the ring sends to position + 1
 };
 

@@ -30,8 +30,8 @@
 
 #include "collcomm.h"
 #include "support/ipv6_loopback.h"
-#include "support/ofi_provider.h"
 #include "support/plan_rings.h"
+#include "support/ofi_provider.h"
 
 extern char** environ;
 
@@ -266,18 +266,18 @@ constexpr int kDeadlineSeconds = 150;
 
 struct SweepParam {
   int nranks;
-  const char* proto;           // COLLCOMM_PROTO, "" for the planner's choice
-  bool net = false;            // COLLCOMM_SHM_DISABLE=1: the NET transport over loopback sockets
-  const char* algo = "";       // COLLCOMM_ALGO
-  bool cmaOff = false;         // COLLCOMM_CMA_DISABLE=1
-  bool streamSteps = false;    // COLLCOMM_STEP_STREAM=always: every large step through memory
+  const char* proto;  // COLLCOMM_PROTO, "" for the planner's choice
+  bool net = false;   // COLLCOMM_SHM_DISABLE=1: the NET transport over loopback sockets
+  const char* algo = "";  // COLLCOMM_ALGO
+  bool cmaOff = false;    // COLLCOMM_CMA_DISABLE=1
+  bool streamSteps = false;  // COLLCOMM_STEP_STREAM=always: every large step through memory
   const char* ringOrder = "";  // COLLCOMM_RING_ORDER, "" for the default (plan/rings.h)
-  const char* ofi = "";        // with net: COLLCOMM_NET=ofi over this libfabric provider
+  const char* ofi = "";      // with net: COLLCOMM_NET=ofi over this libfabric provider
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
-  *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "") << ", COLLCOMM_ALGO=\""
-      << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "")
+  *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "")
+      << ", COLLCOMM_ALGO=\"" << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "")
       << (p.streamSteps ? ", COLLCOMM_STEP_STREAM=always" : "")
       << (p.ringOrder[0] ? std::string(", COLLCOMM_RING_ORDER=") + p.ringOrder : "")
       << (p.ofi[0] ? std::string(", COLLCOMM_NET=ofi COLLCOMM_OFI_PROVIDER=") + p.ofi : "");
@@ -308,7 +308,8 @@ TEST_P(ProcessSweep, EveryCollectiveExact) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                          ::testing::Values(SweepParam{2, ""}, SweepParam{3, ""}, SweepParam{4, ""}, SweepParam{2, "LL"},
-                                           SweepParam{2, "Simple"}, SweepParam{3, "", true}, SweepParam{2, "LL", true},
+                                           SweepParam{2, "Simple"}, SweepParam{3, "", true},
+                                           SweepParam{2, "LL", true},
                                            // Direct through process_vm_readv, and its fallback.
                                            SweepParam{2, "", false, "Direct"}, SweepParam{3, "", false, "Direct"},
                                            SweepParam{3, "", false, "Direct", true},
@@ -346,10 +347,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
 // COLLCOMM_CMA_DISABLE=1 turns it off with one INFO line (the sweeps above check the results).
 TEST(ProcessDirect, UsedWhereAllowedAndOffWithCmaDisabled) {
   {
-    WorkerJob job(
-        "sweep", 2,
-        {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Direct", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT,TUNING"},
-        kDeadlineSeconds);
+    WorkerJob job("sweep", 2, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Direct", "COLLCOMM_DEBUG=INFO",
+                               "COLLCOMM_DEBUG_SUBSYS=INIT,TUNING"},
+                  kDeadlineSeconds);
     ASSERT_EQ(job.run(), "");
     expectAllSucceeded(job, 2);
     const std::string out = job.allOutput();
@@ -365,9 +365,8 @@ TEST(ProcessDirect, UsedWhereAllowedAndOffWithCmaDisabled) {
       EXPECT_TRUE(seen) << coll << " never ran Direct between the processes";
     }
   }
-  WorkerJob job("sweep", 2,
-                {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Direct", "COLLCOMM_CMA_DISABLE=1", "COLLCOMM_DEBUG=INFO",
-                 "COLLCOMM_DEBUG_SUBSYS=INIT,TUNING"},
+  WorkerJob job("sweep", 2, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Direct", "COLLCOMM_CMA_DISABLE=1",
+                             "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT,TUNING"},
                 kDeadlineSeconds);
   ASSERT_EQ(job.run(), "");
   expectAllSucceeded(job, 2);
@@ -459,16 +458,17 @@ TEST(ProcessRingOrder, DifferentOrdersFailInitWithASentence) {
 }
 
 // The tree AllReduce across hosts told apart by COLLCOMM_HOSTID (NET between them over loopback,
-// SHM within): `hosts` hosts, rank r on host r % hosts (round-robin, so a host's chain is not in
-// rank order), two channels (the double tree's two trees). Every collective of the sweep is exact
-// and each channel's tree is the one plan/trees.h draws for the hosts (their INFO lines).
+// SHM within): rank r on host r % hosts (round-robin, so a host's chain is not in rank order), two
+// channels (the double tree's two trees). Every collective of the sweep is exact and each
+// channel's tree is the one plan/trees.h draws for the hosts (its INFO lines, wantLines).
 void treeSweepAcrossHosts(int nranks, int hosts, const char* proto, const std::vector<std::string>& wantLines) {
   std::vector<std::string> env = {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Tree", "COLLCOMM_MIN_NCHANNELS=2",
                                   "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT"};
   if (proto[0] != '\0') env.push_back(std::string("COLLCOMM_PROTO=") + proto);
   WorkerJob job("sweep", nranks, env, kDeadlineSeconds);
-  job.setLauncher(perRankEnv(
-      [hosts](int rank) { return std::vector<std::string>{"COLLCOMM_HOSTID=host" + std::to_string(rank % hosts)}; }));
+  job.setLauncher(perRankEnv([hosts](int rank) {
+    return std::vector<std::string>{"COLLCOMM_HOSTID=host" + std::to_string(rank % hosts)};
+  }));
   ASSERT_EQ(job.run(), "");
   expectAllSucceeded(job, nranks);
   expectNoShmLeft(job);
@@ -483,13 +483,12 @@ TEST(ProcessTree, FourHostsOfOneRank) {
                        {"tree channel 0: rank 2 parent 0 children 1 3", "tree channel 1: rank 1 parent 3 children 2 0",
                         "tree channel 1: rank 3 parent -1 children 1 -1"});
 }
-// Three hosts of two ranks, round-robin: chains [0 3] [1 4] [2 5]; host tree 0 - 2 - 1, shifted
-// 1 - 0 - 2 for the second channel (three hosts: odd).
+// Three hosts of two ranks, round-robin: chains [0 3] [1 4] [2 5]; host tree 0 - 2 - 1 on channel
+// 0, shifted (three hosts: odd) to 1 - 0 - 2 on channel 1.
 TEST(ProcessTree, ThreeHostsOfTwoRanksRoundRobin) {
-  treeSweepAcrossHosts(
-      6, 3, "",
-      {"tree channel 0: rank 0 parent -1 children 3 2", "tree channel 0: rank 2 parent 0 children 5 1",
-       "tree channel 1: rank 1 parent -1 children 4 0", "tree channel 1: rank 0 parent 1 children 3 2"});
+  treeSweepAcrossHosts(6, 3, "",
+                       {"tree channel 0: rank 0 parent -1 children 3 2", "tree channel 0: rank 2 parent 0 children 5 1",
+                        "tree channel 1: rank 1 parent -1 children 4 0", "tree channel 1: rank 0 parent 1 children 3 2"});
 }
 TEST(ProcessTree, ThreeHostsOfOneRankOverLL) {
   treeSweepAcrossHosts(3, 3, "LL", {"tree channel 0: rank 0 parent -1 children 2 -1"});
@@ -502,8 +501,9 @@ TEST(ProcessTree, ThreeHostsOfOneRankOverLL) {
 TEST(ProcessRingStep, NetAndShmInOneRingTakeWholeSegmentSteps) {
   WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT"},
                 kDeadlineSeconds);
-  job.setLauncher(perRankEnv(
-      [](int rank) { return std::vector<std::string>{rank < 2 ? "COLLCOMM_HOSTID=hostA" : "COLLCOMM_HOSTID=hostB"}; }));
+  job.setLauncher(perRankEnv([](int rank) {
+    return std::vector<std::string>{rank < 2 ? "COLLCOMM_HOSTID=hostA" : "COLLCOMM_HOSTID=hostB"};
+  }));
   ASSERT_EQ(job.run(), "");
   expectAllSucceeded(job, 3);
   expectNoShmLeft(job);
@@ -539,8 +539,9 @@ TEST(ProcessNetIpv6, SweepOverIpv6Loopback) {
   expectAllSucceeded(job, nranks);
   for (int r = 0; r < nranks; ++r) {
     const std::string& out = job.result(r).output;
-    EXPECT_NE(out.find("socket interface lo ::1"), std::string::npos) << "rank " << r << "'s bootstrap is not on ::1\n"
-                                                                      << out;
+    EXPECT_NE(out.find("socket interface lo ::1"), std::string::npos)
+        << "rank " << r << "'s bootstrap is not on ::1\n"
+        << out;
     EXPECT_NE(out.find("net/socket: device 0 is lo ::1"), std::string::npos)
         << "rank " << r << "'s NET device is not ::1\n"
         << out;
@@ -689,8 +690,8 @@ class NetnsLab {
     bridge_ = base + "b";
     if (sh("ip netns add " + bridge_) != 0) return "cannot create a network namespace (ip netns add needs root)";
     made_.push_back(bridge_);
-    if (sh("ip -n " + bridge_ + " link set lo up") != 0 || sh("ip -n " + bridge_ + " link add br0 type bridge") != 0 ||
-        sh("ip -n " + bridge_ + " link set br0 up") != 0)
+    if (sh("ip -n " + bridge_ + " link set lo up") != 0 ||
+        sh("ip -n " + bridge_ + " link add br0 type bridge") != 0 || sh("ip -n " + bridge_ + " link set br0 up") != 0)
       return "cannot make a bridge in namespace " + bridge_;
     for (int i = 0; i < nHosts; ++i) {
       const std::string ns = base + "h" + std::to_string(i), port = "vb" + std::to_string(i);
@@ -751,7 +752,8 @@ class NetnsLab {
       std::string name(line, strcspn(line, " \n"));
       if (name.compare(0, n, kPrefix) != 0) continue;
       const long pid = strtol(name.c_str() + n, nullptr, 10);
-      if (pid > 0 && pid != getpid() && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
+      if (pid > 0 && pid != getpid() && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+        stale.push_back(name);
     }
     pclose(f);
     for (const auto& ns : stale) sh("ip netns delete " + ns);

@@ -67,18 +67,12 @@ Status runRingProto(const HostCollArgs& a, const HostWaitContext& ctx) {
 template <class T, class Algo>
 Status runRingOp(const HostCollArgs& a, const HostWaitContext& ctx) {
   switch (a.op.kind) {
-    case RedOpKind::kSum:
-      return runRingProto<T, FuncSum<T>, Algo>(a, ctx);
-    case RedOpKind::kProd:
-      return runRingProto<T, FuncProd<T>, Algo>(a, ctx);
-    case RedOpKind::kMax:
-      return runRingProto<T, FuncMax<T>, Algo>(a, ctx);
-    case RedOpKind::kMin:
-      return runRingProto<T, FuncMin<T>, Algo>(a, ctx);
-    case RedOpKind::kPreMulSum:
-      return runRingProto<T, FuncPreMulSum<T>, Algo>(a, ctx);
-    case RedOpKind::kSumPostDiv:
-      return runRingProto<T, FuncSumPostDiv<T>, Algo>(a, ctx);
+    case RedOpKind::kSum: return runRingProto<T, FuncSum<T>, Algo>(a, ctx);
+    case RedOpKind::kProd: return runRingProto<T, FuncProd<T>, Algo>(a, ctx);
+    case RedOpKind::kMax: return runRingProto<T, FuncMax<T>, Algo>(a, ctx);
+    case RedOpKind::kMin: return runRingProto<T, FuncMin<T>, Algo>(a, ctx);
+    case RedOpKind::kPreMulSum: return runRingProto<T, FuncPreMulSum<T>, Algo>(a, ctx);
+    case RedOpKind::kSumPostDiv: return runRingProto<T, FuncSumPostDiv<T>, Algo>(a, ctx);
   }
   return CC_ERROR(Status::kInternalError, "unknown reduction kind %d", static_cast<int>(a.op.kind));
 }
@@ -92,8 +86,7 @@ Status runReducingRing(const HostCollArgs& a, const HostWaitContext& ctx) {
     return runRingOp<Type, Algo>(a, ctx);
     CC_DTYPE_LIST(CC_RUN_DTYPE)
 #undef CC_RUN_DTYPE
-    default:
-      break;
+    default: break;
   }
   return CC_ERROR(Status::kInternalError, "unknown data type %d", static_cast<int>(a.dtype));
 }

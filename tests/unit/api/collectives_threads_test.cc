@@ -6,8 +6,8 @@
 #include <cstdlib>
 
 #include "support/coll_check.h"
-#include "support/ofi_provider.h"
 #include "support/plan_rings.h"
+#include "support/ofi_provider.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
 
@@ -84,54 +84,66 @@ TEST_P(ThreadSweep, EveryCollectiveExact) {
   EXPECT_TRUE(ranks.ok()) << ranks.failures();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Ranks, ThreadSweep,
-    ::testing::Values(SweepParam{1, "", false}, SweepParam{2, "", false}, SweepParam{3, "", false},
-                      SweepParam{4, "", false}, SweepParam{5, "", false}, SweepParam{7, "", false},
-                      SweepParam{8, "", false}, SweepParam{2, "Simple", false}, SweepParam{3, "LL", false},
-                      SweepParam{4, "Simple", true}, SweepParam{3, "LL", true}, SweepParam{2, "", false, true},
-                      SweepParam{3, "", false, true}, SweepParam{4, "Simple", false, true},
-                      SweepParam{3, "LL", false, true}, SweepParam{5, "", false, true},
-                      // One-shot AllReduce (two ranks over the ring connections,
-                      // more over per-peer ones), results by streaming stores.
-                      SweepParam{2, "", false, false, "OneShot"}, SweepParam{2, "LL", false, false, "OneShot"},
-                      SweepParam{2, "", true, false, "OneShot"}, SweepParam{3, "", false, false, "OneShot"},
-                      SweepParam{5, "", true, false, "OneShot"}, SweepParam{3, "", false, true, "OneShot"},
-                      // Direct (single-copy reads of the peers' buffers): every
-                      // collective that has it, the rest as planned.
-                      SweepParam{2, "", false, false, "Direct"}, SweepParam{3, "", false, false, "Direct"},
-                      SweepParam{4, "", true, false, "Direct"}, SweepParam{5, "", false, false, "Direct", true},
-                      SweepParam{2, "", false, false, "Ring", true}, SweepParam{3, "Simple", true, false, "", true},
-                      // Rings that are not the identity (COLLCOMM_RING_ORDER=
-                      // reverse): every ring consumer (block placement, roots'
-                      // positions, one-shot on two ranks) on P2P, SHM and NET.
-                      SweepParam{2, "", false, false, "", false, "reverse"},
-                      SweepParam{2, "", false, false, "OneShot", false, "reverse"},
-                      SweepParam{3, "LL", false, false, "", false, "reverse"},
-                      SweepParam{4, "", false, false, "Ring", false, "reverse"},
-                      SweepParam{5, "Simple", true, false, "", false, "reverse"},
-                      SweepParam{3, "", false, true, "", false, "reverse"},
-                      // Tree AllReduce (one host: each channel's tree is the
-                      // chain of the ranks in ring order; plan/trees.h), the
-                      // other collectives on rings: odd rank counts, both
-                      // protocols, P2P, SHM and NET, two channels.
-                      SweepParam{2, "", false, false, "Tree"}, SweepParam{3, "", false, false, "Tree"},
-                      SweepParam{4, "LL", false, false, "Tree"}, SweepParam{5, "Simple", true, false, "Tree"},
-                      SweepParam{7, "", false, false, "Tree"}, SweepParam{8, "", false, false, "Tree", true},
-                      SweepParam{3, "", false, true, "Tree"}, SweepParam{4, "", false, false, "Tree", false, "reverse"},
-                      // NET over libfabric's tcp provider (COLLCOMM_NET=ofi).
-                      SweepParam{2, "", false, true, "", false, "", true},
-                      SweepParam{3, "LL", false, true, "", false, "", true},
-                      SweepParam{4, "Simple", false, true, "", false, "", true},
-                      SweepParam{3, "", false, true, "OneShot", false, "", true}),
-    [](const ::testing::TestParamInfo<SweepParam>& info) {
-      return std::to_string(info.param.nranks) + "ranks" +
-             (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
-             (info.param.shm ? "_shm" : "") + (info.param.net ? "_net" : "") + (info.param.ofi ? "_ofi" : "") +
-             (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
-             (info.param.streamAll ? "_stream" : "") +
-             (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
+                         ::testing::Values(SweepParam{1, "", false}, SweepParam{2, "", false},
+                                           SweepParam{3, "", false}, SweepParam{4, "", false},
+                                           SweepParam{5, "", false}, SweepParam{7, "", false},
+                                           SweepParam{8, "", false}, SweepParam{2, "Simple", false},
+                                           SweepParam{3, "LL", false}, SweepParam{4, "Simple", true},
+                                           SweepParam{3, "LL", true}, SweepParam{2, "", false, true},
+                                           SweepParam{3, "", false, true}, SweepParam{4, "Simple", false, true},
+                                           SweepParam{3, "LL", false, true}, SweepParam{5, "", false, true},
+                                           // One-shot AllReduce (two ranks over the ring connections,
+                                           // more over per-peer ones), results by streaming stores.
+                                           SweepParam{2, "", false, false, "OneShot"},
+                                           SweepParam{2, "LL", false, false, "OneShot"},
+                                           SweepParam{2, "", true, false, "OneShot"},
+                                           SweepParam{3, "", false, false, "OneShot"},
+                                           SweepParam{5, "", true, false, "OneShot"},
+                                           SweepParam{3, "", false, true, "OneShot"},
+                                           // Direct (single-copy reads of the peers' buffers): every
+                                           // collective that has it, the rest as planned.
+                                           SweepParam{2, "", false, false, "Direct"},
+                                           SweepParam{3, "", false, false, "Direct"},
+                                           SweepParam{4, "", true, false, "Direct"},
+                                           SweepParam{5, "", false, false, "Direct", true},
+                                           SweepParam{2, "", false, false, "Ring", true},
+                                           SweepParam{3, "Simple", true, false, "", true},
+                                           // Rings that are not the identity (COLLCOMM_RING_ORDER=
+                                           // reverse): every ring consumer (block placement, roots'
+                                           // positions, one-shot on two ranks) on P2P, SHM and NET.
+                                           SweepParam{2, "", false, false, "", false, "reverse"},
+                                           SweepParam{2, "", false, false, "OneShot", false, "reverse"},
+                                           SweepParam{3, "LL", false, false, "", false, "reverse"},
+                                           SweepParam{4, "", false, false, "Ring", false, "reverse"},
+                                           SweepParam{5, "Simple", true, false, "", false, "reverse"},
+                                           SweepParam{3, "", false, true, "", false, "reverse"},
+                                           // Tree AllReduce (one host: each channel's tree is the
+                                           // chain of the ranks in ring order; plan/trees.h), the
+                                           // other collectives on rings: odd rank counts, both
+                                           // protocols, P2P, SHM and NET, two channels.
+                                           SweepParam{2, "", false, false, "Tree"},
+                                           SweepParam{3, "", false, false, "Tree"},
+                                           SweepParam{4, "LL", false, false, "Tree"},
+                                           SweepParam{5, "Simple", true, false, "Tree"},
+                                           SweepParam{7, "", false, false, "Tree"},
+                                           SweepParam{8, "", false, false, "Tree", true},
+                                           SweepParam{3, "", false, true, "Tree"},
+                                           SweepParam{4, "", false, false, "Tree", false, "reverse"},
+                                           // NET over libfabric's tcp provider (COLLCOMM_NET=ofi).
+                                           SweepParam{2, "", false, true, "", false, "", true},
+                                           SweepParam{3, "LL", false, true, "", false, "", true},
+                                           SweepParam{4, "Simple", false, true, "", false, "", true},
+                                           SweepParam{3, "", false, true, "OneShot", false, "", true}),
+                         [](const ::testing::TestParamInfo<SweepParam>& info) {
+                           return std::to_string(info.param.nranks) + "ranks" +
+                                  (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
+                                  (info.param.shm ? "_shm" : "") + (info.param.net ? "_net" : "") +
+                                  (info.param.ofi ? "_ofi" : "") +
+                                  (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
+                                  (info.param.streamAll ? "_stream" : "") +
+                                  (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "");
+                         });
 
 }  // namespace
 }  // namespace collcomm::test

@@ -38,12 +38,12 @@ TEST(Planner, DefaultsByKindSizeAndRanks) {
   // Over NET one-shot reaches further (the ring's second phase is a network round trip).
   EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotNetThreshold, 2, 1, DirectReach::kNone, true).algo,
             Algorithm::kOneShot);
-  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotNetThreshold + 1, 2, 1, DirectReach::kNone, true).algo,
-            Algorithm::kRing);
-  // ... for two ranks; more keep the shared-memory threshold.
   EXPECT_EQ(
-      planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold / 3 + 1, 4, 1, DirectReach::kNone, true).algo,
+      planCollective(cfg, CollKind::kAllReduce, cfg.oneShotNetThreshold + 1, 2, 1, DirectReach::kNone, true).algo,
       Algorithm::kRing);
+  // ... for two ranks; more keep the shared-memory threshold.
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, cfg.oneShotThreshold / 3 + 1, 4, 1, DirectReach::kNone, true).algo,
+            Algorithm::kRing);
   // Other collectives: rings.
   EXPECT_EQ(planCollective(cfg, CollKind::kReduceScatter, 8, 2, 1).algo, Algorithm::kRing);
   // Results stream past the cache from the threshold up.
@@ -51,12 +51,12 @@ TEST(Planner, DefaultsByKindSizeAndRanks) {
   EXPECT_TRUE(planCollective(cfg, CollKind::kAllGather, cfg.streamThreshold, 4, 1).streamResults);
   // Over NET from their own, larger threshold.
   ASSERT_GT(cfg.netStreamThreshold, cfg.streamThreshold);
-  EXPECT_FALSE(
-      planCollective(cfg, CollKind::kAllReduce, cfg.streamThreshold, 2, 1, DirectReach::kNone, true).streamResults);
+  EXPECT_FALSE(planCollective(cfg, CollKind::kAllReduce, cfg.streamThreshold, 2, 1, DirectReach::kNone, true)
+                   .streamResults);
   EXPECT_FALSE(planCollective(cfg, CollKind::kAllReduce, cfg.netStreamThreshold - 1, 2, 1, DirectReach::kNone, true)
                    .streamResults);
-  EXPECT_TRUE(
-      planCollective(cfg, CollKind::kAllReduce, cfg.netStreamThreshold, 2, 1, DirectReach::kNone, true).streamResults);
+  EXPECT_TRUE(planCollective(cfg, CollKind::kAllReduce, cfg.netStreamThreshold, 2, 1, DirectReach::kNone, true)
+                  .streamResults);
   // FIFO steps may stream from their threshold up, never over NET (the local proxy reads them).
   EXPECT_FALSE(planCollective(cfg, CollKind::kBroadcast, cfg.stepStreamThreshold - 1, 2, 1).streamSteps);
   EXPECT_TRUE(planCollective(cfg, CollKind::kBroadcast, cfg.stepStreamThreshold, 2, 1).streamSteps);
@@ -230,7 +230,8 @@ TEST(Oversubscription, ProxyThreadsCountOncePerProcess) {
   EXPECT_FALSE(hostOversubscribed(twoProcs, 0, 0));
   EXPECT_TRUE(hostOversubscribed(twoProcs, 0, 1));
   // One process with two thread ranks on four CPUs: two ranks and one proxy fit.
-  const std::vector<PeerInfo> oneProc = {inProcess(rankOn(1, {0, 1, 2, 3}), 7), inProcess(rankOn(1, {0, 1, 2, 3}), 7)};
+  const std::vector<PeerInfo> oneProc = {inProcess(rankOn(1, {0, 1, 2, 3}), 7),
+                                         inProcess(rankOn(1, {0, 1, 2, 3}), 7)};
   EXPECT_FALSE(hostOversubscribed(oneProc, 1, 1));
   // Processes on other hosts bring their proxies to their own hosts.
   const std::vector<PeerInfo> twoHosts = {inProcess(rankOn(1, {0, 1}), 7), inProcess(rankOn(2, {0}), 8)};
