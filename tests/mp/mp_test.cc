@@ -850,6 +850,31 @@ TEST(ProcessNetns, DISABLED_RingOrderBusbw) {
   }
 }
 
+// The measurement behind docs/planning.md's tree section (not run in CI: its numbers are the
+// point): AllReduce latency at 8 B .. 1 MiB over `hosts` network namespaces of one rank each, with
+// COLLCOMM_ALGO=Ring, Tree and the planner's default, alternating, CC_MP_BENCH_REPS times (3).
+// Run: collcomm_mp_tests --gtest_also_run_disabled_tests --gtest_filter='*TreeLatency*'
+void treeLatency(int hosts) {
+  NetnsLab lab;
+  if (const std::string why = lab.setUp(hosts); !why.empty()) GTEST_SKIP() << why;
+  const char* env = getenv("CC_MP_BENCH_REPS");
+  const int reps = env != nullptr ? std::max(1, atoi(env)) : 3;
+  for (int rep = 0; rep < reps; ++rep) {
+    for (const char* algo : {"Ring", "Tree", ""}) {
+      WorkerJob job("latency", hosts, {"COLLCOMM_TIMEOUT=60", std::string("COLLCOMM_ALGO=") + algo}, 150);
+      job.setLauncher(lab.launcher());
+      ASSERT_EQ(job.run(), "");
+      expectAllSucceeded(job, hosts);
+      const std::string& out = job.result(0).output;
+      for (size_t at = out.find("allreduce "); at != std::string::npos; at = out.find("allreduce ", at + 1))
+        printf("TREEBENCH hosts %d rep %d algo %-7s %s\n", hosts, rep, algo[0] ? algo : "default",
+               out.substr(at, out.find('\n', at) - at).c_str());
+    }
+  }
+}
+TEST(ProcessNetns, DISABLED_TreeLatencyFourHosts) { treeLatency(4); }
+TEST(ProcessNetns, DISABLED_TreeLatencyEightHosts) { treeLatency(8); }
+
 // The same sweep over libfabric's tcp provider (COLLCOMM_NET=ofi) between the namespaces.
 TEST(ProcessNetns, SweepAcrossHostsOverOfi) {
   CC_REQUIRE_OFI_PROVIDER("tcp");
