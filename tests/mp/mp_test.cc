@@ -490,6 +490,19 @@ TEST(ProcessTree, ThreeHostsOfTwoRanksRoundRobin) {
                        {"tree channel 0: rank 0 parent -1 children 3 2", "tree channel 0: rank 2 parent 0 children 5 1",
                         "tree channel 1: rank 1 parent -1 children 4 0", "tree channel 1: rank 0 parent 1 children 3 2"});
 }
+// 16 MiB over the four hosts' trees (many chunks through rank 2's two children on channel 0 and
+// rank 1's on channel 1), checked exactly by the bench scenario.
+TEST(ProcessTree, LargeAllReduceOverFourHosts) {
+  WorkerJob job("bench", 4,
+                {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Tree", "COLLCOMM_MIN_NCHANNELS=2", "CC_MP_BENCH_ITERS=1"},
+                kDeadlineSeconds);
+  job.setLauncher(perRankEnv([](int rank) {
+    return std::vector<std::string>{"COLLCOMM_HOSTID=host" + std::to_string(rank)};
+  }));
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 4);
+  expectNoShmLeft(job);
+}
 TEST(ProcessTree, ThreeHostsOfOneRankOverLL) {
   treeSweepAcrossHosts(3, 3, "LL", {"tree channel 0: rank 0 parent -1 children 2 -1"});
 }
