@@ -9,13 +9,13 @@
 // children waits on it), at the cost of the phases overlapping only across ranks.
 //
 // A rank with two children has no three-way verb here: it reduces child 0's data with its own into
-// its output (roles[kUp0], receive only), then child 1's data with that output and sends the sum up
-// (roles[kUp1]); going down it receives from the parent into its output while sending to child 0
-// (roles[kDown0]), then sends the output to child 1 (roles[kDown1]). The output already holds
+// its output (roles[kTreeUp0], receive only), then child 1's data with that output and sends the sum up
+// (roles[kTreeUp1]); going down it receives from the parent into its output while sending to child 0
+// (roles[kTreeDown0]), then sends the output to child 1 (roles[kTreeDown1]). The output already holds
 // pre-processed values, so those second reads use the FromOutput verbs (no second pre-op).
 //
 // Every rank gets the root's bits (the result travels down unchanged); the order of reduction is
-// the tree's: at each rank, (own (+) child 0) (+) child 1, children's partial sums as they arrive.
+// the tree's: at each rank, child 1 (+) (child 0 (+) own), children's partial sums as they arrive.
 //
 // Tier: data path.
 #pragma once
