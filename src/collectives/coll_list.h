@@ -60,11 +60,14 @@ inline constexpr int kNumCollKinds = 0
 // Direct: AllGather, Broadcast, ReduceScatter, AllReduce when every rank can read every other
 // rank's memory (same process, or cross-memory attach on one host): each byte is copied once, from
 // the peer's buffer (device/host/host_direct.cc).
-enum class Algorithm : int { kRing = 0, kOneShot = 1, kDirect = 2 };
+// Tree: AllReduce up and down each channel's tree (plan/trees.h, collectives/tree_all_reduce.h)
+// over tree connections made on first use (core/tree_conns.h); host communicators.
+enum class Algorithm : int { kRing = 0, kOneShot = 1, kDirect = 2, kTree = 3 };
 inline const char* algorithmName(Algorithm a) {
   switch (a) {
     case Algorithm::kOneShot: return "OneShot";
     case Algorithm::kDirect: return "Direct";
+    case Algorithm::kTree: return "Tree";
     case Algorithm::kRing: break;
   }
   return "Ring";

@@ -29,6 +29,17 @@ struct RingWork {
   const int* ringRanks;  // rank at each ring position; the ring sends to position + 1
 };
 
+// One channel's tree as the tree algorithms see it (plan/trees.h): this rank's connections to its
+// parent and up to two children, null where there is none (the root has no parent, a leaf no
+// children; children[1] only with children[0]). Every rank's tree connections cut data into steps
+// of one size (core agrees on it when it connects them).
+struct TreeLinks {
+  SendConn* toParent;
+  RecvConn* fromParent;
+  SendConn* toChild[2];
+  RecvConn* fromChild[2];
+};
+
 // x mod n in [0, n). Ring arithmetic almost always lands within one lap, where no division is
 // needed (a division costs more than the rest of a small operation's ring bookkeeping).
 CC_HD inline int ringMod(int x, int n) {

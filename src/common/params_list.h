@@ -14,7 +14,7 @@
   X(Buffsize,       INT, "COLLCOMM_BUFFSIZE",       "1048576", "bytes of each Simple-protocol connection buffer") \
   X(LlBuffsize,     INT, "COLLCOMM_LL_BUFFSIZE",    "65536", "bytes of each LL-protocol connection buffer") \
   X(Proto,          STR, "COLLCOMM_PROTO",          "",     "force a protocol: Simple or LL") \
-  X(Algo,           STR, "COLLCOMM_ALGO",           "",     "force an algorithm: Ring, OneShot (AllReduce only) or Direct (AllGather, Broadcast, ReduceScatter, AllReduce; when the communicator can)") \
+  X(Algo,           STR, "COLLCOMM_ALGO",           "",     "force an algorithm: Ring, OneShot (AllReduce only), Direct (AllGather, Broadcast, ReduceScatter, AllReduce; when the communicator can) or Tree (AllReduce on host communicators)") \
   X(OneshotThreshold, INT, "COLLCOMM_ONESHOT_THRESHOLD", "-1", "largest AllReduce run one-shot, in bytes a rank receives (message x (ranks - 1)); -1: planner default (64 KiB; 256 KiB for two ranks over NET)") \
   X(DirectThreshold, INT, "COLLCOMM_DIRECT_THRESHOLD", "-1", "smallest message (bytes, as the perf tools count them) run by the single-copy Direct algorithm where the communicator can, with no upper end; -1: planner default per collective") \
   X(CmaDisable,     INT, "COLLCOMM_CMA_DISABLE",    "0",    "1: no cross-memory attach (process_vm_readv) between processes, so no Direct algorithm for communicators spanning processes") \

@@ -42,9 +42,14 @@ void ccComm::leaveConnections(int culprit, GoneReason reason) {
     leave(ch.send.peer);
     leave(ch.recv.peer);
   }
+  auto leavePeer = [&](P2pPeer& p) {
+    if (p.sendReady) leave(p.send.peer);
+    if (p.recvReady) leave(p.recv.peer);
+  };
   for (auto* peers : {&p2p, &collPeers})
-    for (P2pPeer& p : *peers) {
-      if (p.sendReady) leave(p.send.peer);
-      if (p.recvReady) leave(p.recv.peer);
-    }
+    for (P2pPeer& p : *peers) leavePeer(p);
+  for (TreeConns& t : treeConns) {
+    leavePeer(t.parent);
+    for (P2pPeer& c : t.child) leavePeer(c);
+  }
 }

@@ -19,6 +19,7 @@
 #include "device/fifo.h"
 #include "plan/plan_log.h"
 #include "plan/step_stream_choice.h"
+#include "plan/trees.h"
 #include "plan/tuner.h"
 #include "transport/transport.h"
 
@@ -61,6 +62,12 @@ struct P2pPeer {
   std::unique_ptr<FifoMemory> recvMem;
 };
 
+// One channel's tree connections (plan/trees.h): to the parent and up to two children, both ways.
+struct TreeConns {
+  P2pPeer parent;
+  P2pPeer child[2];
+};
+
 // A reduction made by ccRedOpCreatePreMulSum.
 struct UserRedOp {
   bool inUse = false;
@@ -86,6 +93,7 @@ struct CommPlans {
   std::mutex shapeMu;
   PlanShape shape;
   std::vector<PlanRing> rings;
+  std::vector<PlanTree> trees;
   PlanLog log;
 };
 
@@ -111,6 +119,12 @@ struct ccComm {
   // What those collectives are handed (ExecColl::peers), per rank: collPeers' connections, or on
   // two ranks the ring's first channel, which joins them both ways already. Made at init.
   std::vector<collcomm::detail::ExecPeerConn> peerConns;
+  // Each channel's tree (plan/trees.h), planned at init beside the rings; connected on the first
+  // tree collective (core/tree_conns.h), then treeLinks (per channel) is what executors are handed.
+  std::vector<collcomm::detail::RankTree> trees;
+  std::vector<collcomm::detail::TreeConns> treeConns;
+  std::vector<collcomm::detail::TreeLinks> treeLinks;
+  bool treesConnected = false;
   // Whether every rank can read every rank's memory, and how (transport/cma/cma_probe.h).
   collcomm::detail::DirectReach directReach = collcomm::detail::DirectReach::kNone;
   // What runs this communicator's operations (device/executor.h): the host executor, or on a GPU

@@ -12,6 +12,7 @@
 #include "core/gpu_ops.h"
 #include "core/group.h"
 #include "core/op_plan.h"
+#include "core/tree_conns.h"
 #include "device/dtypes.h"
 #include "device/executor.h"
 #include "device/op_arg.h"
@@ -168,6 +169,13 @@ Status runCollective(ccComm* comm, const Op& op) {
     const Status s = connectAllCollPeers(comm, exec.deadline);
     if (!isOk(s)) return failOp(comm, s, failure);
     coll.peers = comm->peerConns.data();
+    return failOp(comm, comm->executor->run(coll, exec), failure);
+  }
+  if (plan.algo == Algorithm::kTree) {  // over ExecColl::trees, connected on first use
+    exec.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
+    const Status s = connectTrees(comm, exec.deadline);
+    if (!isOk(s)) return failOp(comm, s, failure);
+    coll.trees = comm->treeLinks.data();
     return failOp(comm, comm->executor->run(coll, exec), failure);
   }
   // Far, whether this operation's steps stream is learned from the operations' times

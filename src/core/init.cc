@@ -12,6 +12,7 @@
 #include "common/params.h"
 #include "core/peer_info.h"
 #include "plan/rings.h"
+#include "plan/trees.h"
 #include "proxy/proxy.h"
 #include "transport/cma/cma_probe.h"
 #include "transport/connect.h"
@@ -64,6 +65,7 @@ Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
   }
   comm->channels.resize(nChannels);
   std::vector<std::vector<int>> rings = planRings(places, nChannels, static_cast<RingOrder>(me.ringOrder));
+  comm->trees = planTrees(places, nChannels);  // connected on first use (core/tree_conns.h)
   std::vector<ConnectRequest> requests;
   for (int c = 0; c < nChannels; ++c) {
     Channel& ch = comm->channels[c];

@@ -12,12 +12,14 @@ void makeShape(ccComm* comm) {
   std::lock_guard<std::mutex> lock(p.shapeMu);
   if (p.shapeReady.load(std::memory_order_relaxed)) return;
   for (const Channel& ch : comm->channels) p.rings.push_back(PlanRing{ch.ringRanks.data(), ch.ringPos});
+  for (const RankTree& t : comm->trees) p.trees.push_back(PlanTree{t.node.data(), t.root});
   PlanShape& s = p.shape;
   s.rank = comm->rank;
   s.nranks = comm->nranks;
   s.gpu = comm->gpu() != nullptr;
   s.nChannels = static_cast<int>(comm->channels.size());
   s.rings = p.rings.data();
+  s.trees = p.trees.size() == p.rings.size() ? p.trees.data() : nullptr;
   s.maxGpuChannels = comm->gpu() ? comm->gpu()->maxChannels() : 0;
   s.reach = comm->directReach;
   const bool connected = comm->nranks > 1 && !comm->channels.empty();

@@ -27,6 +27,7 @@
 
 #include "collcomm.h"
 #include "collectives/coll_list.h"
+#include "collectives/coll_work.h"
 #include "common/deadline.h"
 #include "common/status.h"
 #include "device/fifo.h"
@@ -75,6 +76,8 @@ struct ExecColl {
   // nranks entries (this rank's own unused), connected; set when algo talks to every peer
   // (Direct, or OneShot on more than two ranks), else null.
   const ExecPeerConn* peers = nullptr;
+  // nChannels entries, connected; set when algo is Tree (host executor only so far), else null.
+  const TreeLinks* trees = nullptr;
 };
 
 // Why an operation failed, when a peer is to blame: filled by the executor, read by core to tell

@@ -9,6 +9,11 @@
 //   recvReduceSend(src)          prev (+) pre(src)           -> next
 //   recvReduceCopy(src, dst)     prev (+) pre(src)           -> dst
 //   recvReduceCopySend(src,dst)  prev (+) pre(src)           -> dst, next
+//   sendFromOutput(out)          out                         -> next
+//   recvReduceSendFromOutput(out)     prev (+) out           -> next
+//   recvReduceCopyFromOutput(out,dst) prev (+) out           -> dst
+// The FromOutput verbs read a buffer that holds values already pre-processed (a partial or final
+// result in the user's output, as trees forward them), so Fn::preOp is not applied to it again.
 // `post` flags apply Fn::postOp to what a verb stores. After a failed wait (abort, dead peer,
 // deadline; recorded by the platform) every later verb is a no-op, so an algorithm simply runs to
 // its end and the executor reports the platform's status.
@@ -49,19 +54,25 @@ class Primitives {
   CC_HD void recvReduceSend(const T* src, size_t n) { loop<true, true>(src, nullptr, n, false); }
   CC_HD void recvReduceCopy(const T* src, T* dst, size_t n, bool post) { loop<true, false>(src, dst, n, post); }
   CC_HD void recvReduceCopySend(const T* src, T* dst, size_t n, bool post) { loop<true, true>(src, dst, n, post); }
+  CC_HD void sendFromOutput(const T* out, size_t n) { loop<false, true, false>(out, nullptr, n, false); }
+  CC_HD void recvReduceSendFromOutput(const T* out, size_t n) { loop<true, true, false>(out, nullptr, n, false); }
+  CC_HD void recvReduceCopyFromOutput(const T* out, T* dst, size_t n, bool post) {
+    loop<true, false, false>(out, dst, n, post);
+  }
 
  private:
   // Pre-op is applied to the user's source exactly when it is read: each rank's own contribution
-  // enters the reduction once.
-  template <bool kRecv, bool kSend>
+  // enters the reduction once (kPreSrc false: the source is an output, pre-processed already).
+  template <bool kRecv, bool kSend, bool kPreSrc = true>
   CC_HD void loop(const T* src, T* dst, size_t n, bool post) {
     for (size_t done = 0; done < n && !failed_; done += stepElems_) {
       const size_t len = n - done < stepElems_ ? n - done : stepElems_;
-      step<kRecv, kSend>(src != nullptr ? src + done : nullptr, dst != nullptr ? dst + done : nullptr, len, post);
+      step<kRecv, kSend, kPreSrc>(src != nullptr ? src + done : nullptr, dst != nullptr ? dst + done : nullptr, len,
+                                  post);
     }
   }
 
-  template <bool kRecv, bool kSend>
+  template <bool kRecv, bool kSend, bool kPreSrc>
   CC_HD void step(const T* src, T* dst, size_t len, bool post) {
     const T* in = nullptr;
     T* out = nullptr;
@@ -80,7 +91,8 @@ class Primitives {
       }
     }
     const T* src0 = kRecv ? in : src;
-    const bool pre0 = !kRecv;
+    const bool pre0 = !kRecv && kPreSrc;
+    const bool pre1 = kPreSrc;
     const T* src1 = kRecv ? src : nullptr;
     T* dst0 = dst != nullptr ? dst : out;
     T* dst1 = dst != nullptr ? out : nullptr;
@@ -92,14 +104,14 @@ class Primitives {
       const bool streamDst = dst != nullptr && dst != src && plat_.streamsResults();
       const bool streamOut = kSend && streamOut_;
       if (streamDst || streamOut) {
-        plat_.reduceCopyStreaming(fn_, len, src0, pre0 && src0 != nullptr, src1, src1 != nullptr, dst0,
+        plat_.reduceCopyStreaming(fn_, len, src0, pre0 && src0 != nullptr, src1, pre1 && src1 != nullptr, dst0,
                                   dst != nullptr ? streamDst : streamOut, dst1, streamOut, post);
         done = true;
       }
     }
     if (!done)
-      reduceCopy(fn_, plat_.tid(), plat_.nthreads(), len, src0, pre0 && src0 != nullptr, src1, src1 != nullptr, dst0,
-                 dst1, post);
+      reduceCopy(fn_, plat_.tid(), plat_.nthreads(), len, src0, pre0 && src0 != nullptr, src1, pre1 && src1 != nullptr,
+                 dst0, dst1, post);
     if (kRecv) Proto::releaseRecv(plat_, *recv_);
     if (kSend) Proto::postSend(plat_, *send_, out, len * sizeof(T));
   }

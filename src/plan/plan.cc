@@ -19,6 +19,7 @@ struct FieldVisitor {
   virtual void unsignedNumber(const char* name, uint64_t value) = 0;
   virtual void boolean(const char* name, bool value) = 0;
   virtual void rings(const char* name, const Plan& plan) = 0;
+  virtual void trees(const char* name, const Plan& plan) = 0;
 
  protected:
   ~FieldVisitor() = default;
@@ -46,11 +47,19 @@ void visitFields(const Plan& p, FieldVisitor& v) {
   v.boolean("stream_steps", p.streamSteps);
   v.boolean("stream_steps_always", p.streamStepsAlways);
   v.rings("rings", p);
+  v.boolean("on_trees", p.onTrees);
+  v.trees("trees", p);
 }
 
 bool sameRing(const PlanRing& a, const PlanRing& b, int n) {
   for (int i = 0; i < n; ++i)
     if (a.ranks[i] != b.ranks[i]) return false;
+  return true;
+}
+
+bool sameTree(const PlanTree& a, const PlanTree& b, int n) {
+  for (int i = 0; i < n; ++i)
+    if (a.nodes[i].parent != b.nodes[i].parent) return false;
   return true;
 }
 
@@ -91,10 +100,6 @@ class TextVisitor final : public FieldVisitor {
     sep(name);
     appendf(out_, "%" PRIu64, value);
   }
-  void boolean(const char* name, bool value) override {
-    sep(name);
-    out_->append(value ? "yes" : "no");
-  }
   void rings(const char* name, const Plan& p) override {
     sep(name);
     if (p.rings == nullptr) {
@@ -111,6 +116,25 @@ class TextVisitor final : public FieldVisitor {
       out_->push_back(']');
       c += same;
     }
+  }
+  void trees(const char* name, const Plan& p) override {
+    if (p.trees == nullptr) return;  // only plans on trees say so
+    sep(name);
+    for (int c = 0; c < p.nChannels;) {
+      int same = 1;
+      while (c + same < p.nChannels && sameTree(p.trees[c], p.trees[c + same], p.nranks)) ++same;
+      if (c > 0) out_->push_back(' ');
+      if (same > 1) appendf(out_, "%dx", same);
+      out_->push_back('[');
+      for (int i = 0; i < p.nranks; ++i) appendf(out_, i == 0 ? "%d" : " %d", p.trees[c].nodes[i].parent);
+      out_->push_back(']');
+      c += same;
+    }
+  }
+  void boolean(const char* name, bool value) override {
+    if (strcmp(name, "on_trees") == 0 && !value) return;  // only plans on trees say so
+    sep(name);
+    out_->append(value ? "yes" : "no");
   }
 
  private:
@@ -154,6 +178,17 @@ class JsonVisitor final : public FieldVisitor {
       out_->append(c == 0 ? "[" : ",[");
       for (int i = 0; i < p.nranks; ++i) appendf(out_, i == 0 ? "%d" : ",%d", p.rings[c].ranks[i]);
       out_->push_back(']');
+    }
+    out_->push_back(']');
+  }
+  // [{"root":0,"parents":[-1,0,0,2]}, ...]: per channel, its root and each rank's parent.
+  void trees(const char* name, const Plan& p) override {
+    key(name);
+    out_->push_back('[');
+    for (int c = 0; p.trees != nullptr && c < p.nChannels; ++c) {
+      appendf(out_, c == 0 ? "{\"root\":%d,\"parents\":[" : ",{\"root\":%d,\"parents\":[", p.trees[c].root);
+      for (int i = 0; i < p.nranks; ++i) appendf(out_, i == 0 ? "%d" : ",%d", p.trees[c].nodes[i].parent);
+      out_->append("]}");
     }
     out_->push_back(']');
   }

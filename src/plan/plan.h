@@ -16,6 +16,7 @@
 #include "collectives/coll_list.h"
 #include "collectives/coll_work.h"
 #include "device/dtypes.h"
+#include "plan/trees.h"
 #include "plan/tuner.h"
 
 namespace collcomm::detail {
@@ -27,6 +28,13 @@ struct PlanRing {
   int pos;
 };
 
+// One channel's tree: every rank's place in it (nranks entries, plan/trees.h). The array belongs
+// to the communicator.
+struct PlanTree {
+  const TreeNode* nodes;
+  int root;
+};
+
 // What a communicator brings to every plan, fixed once it is connected (core/op_plan.h makes it).
 struct PlanShape {
   int rank = 0;
@@ -35,6 +43,7 @@ struct PlanShape {
   // Channels connected (each a ring); a GPU communicator's plans use at most maxGpuChannels.
   int nChannels = 0;
   const PlanRing* rings = nullptr;  // nChannels of them
+  const PlanTree* trees = nullptr;  // nChannels of them (host communicators)
   int maxGpuChannels = 0;
   DirectReach reach = DirectReach::kNone;
   bool overNet = false;
@@ -66,7 +75,10 @@ struct Plan : CollPlan {
   // Whether the algorithm runs on the channels' rings (Ring; OneShot on two ranks). Direct reads
   // the peers' buffers and OneShot on more ranks uses per-peer connections: no rings, no steps.
   bool onRings;
-  // On rings: payload of one step (bytes, elements), and the pipeline chunk each rank handles per
+  // Whether it runs on the channels' trees (Tree). Steps and chunks are then the rings' (the tree
+  // connections agree on a step no larger, core/tree_conns.h).
+  bool onTrees;
+  // On rings or trees: payload of one step (bytes, elements), and the pipeline chunk each rank handles per
   // round: kChunkSteps steps (collectives/coll_work.h). 0 when not on rings.
   size_t stepBytes;
   size_t stepElems;
@@ -75,6 +87,8 @@ struct Plan : CollPlan {
   size_t chunkBytes;
   // The rings of the channels used (nChannels of them), when on rings; else null.
   const PlanRing* rings;
+  // The trees of the channels used, when on trees; else null.
+  const PlanTree* trees;
 };
 
 // The plan for `op` on a communicator of `shape` (GPU: planGpuCollective, host: planCollective).
@@ -96,8 +110,9 @@ inline Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& s
   p.rank = shape.rank;
   p.nranks = shape.nranks;
   p.gpu = shape.gpu;
-  p.onRings = shape.nranks > 1 && !talksToEveryPeer(p.algo, shape.nranks);
-  if (p.onRings) {
+  p.onTrees = shape.nranks > 1 && p.algo == Algorithm::kTree;
+  p.onRings = shape.nranks > 1 && !talksToEveryPeer(p.algo, shape.nranks) && !p.onTrees;
+  if (p.onRings || p.onTrees) {
     // Primitives: a step carries the protocol's payload, in whole elements; a chunk is kChunkSteps
     // steps (collectives/coll_work.h).
     // (Element sizes are powers of two: a shift, not a division, on every operation.)
@@ -106,14 +121,15 @@ inline Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& s
     p.chunkSteps = kChunkSteps;
     p.chunkElems = p.stepElems * kChunkSteps;
     p.chunkBytes = p.chunkElems * elem;
-    p.rings = shape.rings;
+    if (p.onRings) p.rings = shape.rings;
+    if (p.onTrees) p.trees = shape.trees;
   }
   return p;
 }
 
 // "AllReduce rank 0: bytes 1048576, count 262144, dtype float, ..., rings [0 1 2 3]": one line,
 // no newline ("rank 0 (GPU)" for GPU communicators). Consecutive equal rings print once with a
-// count ("2x[0 1 2 3]").
+// count ("2x[0 1 2 3]"); trees print each rank's parent the same way ("trees [-1 0 0 2]").
 std::string formatPlanText(const Plan& plan);
 // The same fields as one JSON object, no newline; names and meanings in docs/env.md ("PLAN").
 std::string formatPlanJson(const Plan& plan);

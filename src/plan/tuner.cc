@@ -57,9 +57,11 @@ Status loadTunerConfig(TunerConfig* out) {
       cfg.forcedAlgo = static_cast<int>(Algorithm::kOneShot);
     else if (strcasecmp(algo.c_str(), "Direct") == 0)
       cfg.forcedAlgo = static_cast<int>(Algorithm::kDirect);
+    else if (strcasecmp(algo.c_str(), "Tree") == 0)
+      cfg.forcedAlgo = static_cast<int>(Algorithm::kTree);
     else
       return CC_ERROR(Status::kInvalidArgument,
-                      "COLLCOMM_ALGO=%s is not an algorithm this build has (use Ring, OneShot or Direct)",
+                      "COLLCOMM_ALGO=%s is not an algorithm this build has (use Ring, OneShot, Direct or Tree)",
                       algo.c_str());
   }
   const int64_t oneShot = paramInt(Param::kOneshotThreshold);
@@ -135,7 +137,7 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
       return plan;
     }
   }
-  // OneShot exists for AllReduce; a forced OneShot leaves the other collectives on rings. On more
+  // OneShot and Tree exist for AllReduce; forced, they leave the other collectives on rings. On more
   // than two ranks each rank receives (n-1) inputs and reduces them all, so the threshold applies
   // to what one rank receives.
   if (kind == CollKind::kAllReduce && nranks >= 2) {

@@ -323,6 +323,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                                            SweepParam{4, "", false, "Ring", false, false, "reverse"},
                                            SweepParam{3, "", true, "", false, false, "reverse"},
                                            SweepParam{2, "LL", true, "", false, false, "reverse"},
+                                           // Tree AllReduce (one host: the chain), over SHM and NET.
+                                           SweepParam{2, "", false, "Tree"}, SweepParam{3, "", false, "Tree"},
+                                           SweepParam{5, "LL", false, "Tree"}, SweepParam{3, "", true, "Tree"},
                                            // NET over libfabric (COLLCOMM_NET=ofi): its tcp provider,
                                            // and shm (between processes only: see docs/net.md).
                                            SweepParam{3, "", true, "", false, false, "", "tcp"},
@@ -454,6 +457,56 @@ TEST(ProcessRingOrder, DifferentOrdersFailInitWithASentence) {
   expectNoShmLeft(job);
 }
 
+// The tree AllReduce across hosts told apart by COLLCOMM_HOSTID (NET between them over loopback,
+// SHM within): rank r on host r % hosts (round-robin, so a host's chain is not in rank order), two
+// channels (the double tree's two trees). Every collective of the sweep is exact and each
+// channel's tree is the one plan/trees.h draws for the hosts (its INFO lines, wantLines).
+void treeSweepAcrossHosts(int nranks, int hosts, const char* proto, const std::vector<std::string>& wantLines) {
+  std::vector<std::string> env = {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Tree", "COLLCOMM_MIN_NCHANNELS=2",
+                                  "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT"};
+  if (proto[0] != '\0') env.push_back(std::string("COLLCOMM_PROTO=") + proto);
+  WorkerJob job("sweep", nranks, env, kDeadlineSeconds);
+  job.setLauncher(perRankEnv([hosts](int rank) {
+    return std::vector<std::string>{"COLLCOMM_HOSTID=host" + std::to_string(rank % hosts)};
+  }));
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, nranks);
+  expectNoShmLeft(job);
+  const std::string out = job.allOutput();
+  EXPECT_NE(out.find("via NET"), std::string::npos) << out;
+  for (const std::string& line : wantLines) EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+}
+
+// Four hosts of one rank: tree 0 - 2 - {1, 3} on channel 0, its mirror 3 - 1 - {2, 0} on channel 1.
+TEST(ProcessTree, FourHostsOfOneRank) {
+  treeSweepAcrossHosts(4, 4, "",
+                       {"tree channel 0: rank 2 parent 0 children 1 3", "tree channel 1: rank 1 parent 3 children 2 0",
+                        "tree channel 1: rank 3 parent -1 children 1 -1"});
+}
+// Three hosts of two ranks, round-robin: chains [0 3] [1 4] [2 5]; host tree 0 - 2 - 1 on channel
+// 0, shifted (three hosts: odd) to 1 - 0 - 2 on channel 1.
+TEST(ProcessTree, ThreeHostsOfTwoRanksRoundRobin) {
+  treeSweepAcrossHosts(6, 3, "",
+                       {"tree channel 0: rank 0 parent -1 children 3 2", "tree channel 0: rank 2 parent 0 children 5 1",
+                        "tree channel 1: rank 1 parent -1 children 4 0", "tree channel 1: rank 0 parent 1 children 3 2"});
+}
+// 16 MiB over the four hosts' trees (many chunks through rank 2's two children on channel 0 and
+// rank 1's on channel 1), checked exactly by the bench scenario.
+TEST(ProcessTree, LargeAllReduceOverFourHosts) {
+  WorkerJob job("bench", 4,
+                {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Tree", "COLLCOMM_MIN_NCHANNELS=2", "CC_MP_BENCH_ITERS=1"},
+                kDeadlineSeconds);
+  job.setLauncher(perRankEnv([](int rank) {
+    return std::vector<std::string>{"COLLCOMM_HOSTID=host" + std::to_string(rank)};
+  }));
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 4);
+  expectNoShmLeft(job);
+}
+TEST(ProcessTree, ThreeHostsOfOneRankOverLL) {
+  treeSweepAcrossHosts(3, 3, "LL", {"tree channel 0: rank 0 parent -1 children 2 -1"});
+}
+
 // A ring that crosses hosts (COLLCOMM_HOSTID: ranks 0 and 1 share one, over SHM; rank 2 is
 // alone, over NET) takes the NET connections' whole-segment steps on its SHM link too, and every
 // collective stays exact. On loopback (MTU 65536) a 128 KiB slot carries 130944 bytes: with its
@@ -523,11 +576,12 @@ constexpr int kExitNamedAnotherRank = 3;
 // allreduce, must fail fast with ccRemoteError/ccTimeout and abort promptly. strictNames: every
 // survivor's ccGetLastError names the dead rank and its host; otherwise a survivor may name the
 // peer that left the operation because of it, as long as one survivor names the dead rank.
-void runDieJob(const char* scenario, bool strictNames, bool net = false, bool ofi = false) {
+void runDieJob(const char* scenario, bool strictNames, bool net = false, bool ofi = false, const char* algo = "") {
   const int nranks = 3;
   // COLLCOMM_TIMEOUT is small so that a regression fails instead of hanging; a dead process on
   // this host is noticed through /proc within ~100 ms anyway (over NET: its sockets close).
   std::vector<std::string> env = {"COLLCOMM_TIMEOUT=20"};
+  if (algo[0] != '\0') env.push_back(std::string("COLLCOMM_ALGO=") + algo);
   if (net) {
     env.push_back("COLLCOMM_SHM_DISABLE=1");
     env.push_back("COLLCOMM_HOSTID=");  // hosts told apart by COLLCOMM_HOSTID below would skip /proc
@@ -579,6 +633,13 @@ TEST(ProcessFailure, RankDyingMidAllReduceOverOfiFailsPeersFast) {
 TEST(ProcessFailure, DeadRankOverOfiFailsPeersFast) {
   CC_REQUIRE_OFI_PROVIDER("tcp");
   runDieJob("die", false, true, true);
+}
+// The tree AllReduce (COLLCOMM_ALGO=Tree; on one host the chain 0 - 1 - 2): the dead leaf's parent
+// sees it go, and the root learns the culprit from the parent's departure.
+TEST(ProcessFailure, TreeAllReduceWithADeadRankNamesIt) { runDieJob("die", true, false, false, "Tree"); }
+TEST(ProcessFailure, RankDyingMidTreeAllReduceFailsPeersFast) { runDieJob("die-mid", false, false, false, "Tree"); }
+TEST(ProcessFailure, RankDyingMidTreeAllReduceOverNetFailsPeersFast) {
+  runDieJob("die-mid", false, true, false, "Tree");
 }
 
 // ---- many ranks (issue 22) ----
@@ -801,6 +862,31 @@ TEST(ProcessNetns, DISABLED_RingOrderBusbw) {
     }
   }
 }
+
+// The measurement behind docs/planning.md's tree section (not run in CI: its numbers are the
+// point): AllReduce latency at 8 B .. 1 MiB over `hosts` network namespaces of one rank each, with
+// COLLCOMM_ALGO=Ring, Tree and the planner's default, alternating, CC_MP_BENCH_REPS times (3).
+// Run: collcomm_mp_tests --gtest_also_run_disabled_tests --gtest_filter='*TreeLatency*'
+void treeLatency(int hosts) {
+  NetnsLab lab;
+  if (const std::string why = lab.setUp(hosts); !why.empty()) GTEST_SKIP() << why;
+  const char* env = getenv("CC_MP_BENCH_REPS");
+  const int reps = env != nullptr ? std::max(1, atoi(env)) : 3;
+  for (int rep = 0; rep < reps; ++rep) {
+    for (const char* algo : {"Ring", "Tree", ""}) {
+      WorkerJob job("latency", hosts, {"COLLCOMM_TIMEOUT=60", std::string("COLLCOMM_ALGO=") + algo}, 150);
+      job.setLauncher(lab.launcher());
+      ASSERT_EQ(job.run(), "");
+      expectAllSucceeded(job, hosts);
+      const std::string& out = job.result(0).output;
+      for (size_t at = out.find("allreduce "); at != std::string::npos; at = out.find("allreduce ", at + 1))
+        printf("TREEBENCH hosts %d rep %d algo %-7s %s\n", hosts, rep, algo[0] ? algo : "default",
+               out.substr(at, out.find('\n', at) - at).c_str());
+    }
+  }
+}
+TEST(ProcessNetns, DISABLED_TreeLatencyFourHosts) { treeLatency(4); }
+TEST(ProcessNetns, DISABLED_TreeLatencyEightHosts) { treeLatency(8); }
 
 // The same sweep over libfabric's tcp provider (COLLCOMM_NET=ofi) between the namespaces.
 TEST(ProcessNetns, SweepAcrossHostsOverOfi) {

@@ -5,7 +5,7 @@
 //
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
 // environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
-// sweep, p2p, die, die-mid, linkdown, once, rings, bench, threads, leave, hang (see the functions
+// sweep, p2p, die, die-mid, linkdown, once, rings, bench, latency, threads, leave, hang (see the functions
 // below).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
@@ -174,6 +174,34 @@ int runBench(ccComm_t comm, int rank, int nranks) {
   const float want = static_cast<float>(nranks) * static_cast<float>(nranks + 1) / 2.0f;
   for (size_t i = 0; i < count; ++i)
     if (recv[i] != want) return fail("allreduce element " + std::to_string(i) + " is " + std::to_string(recv[i]));
+  return 0;
+}
+
+// ---- latency: the mean time of small and medium AllReduces (tree against ring, by hand) ----
+
+// For each size (bytes): 2 warm-up calls, then CC_MP_BENCH_ITERS calls (default 200; a quarter
+// from 64 KiB) between two barriers' worth of AllReduces; rank 0 prints "allreduce N B: T us".
+// The result is checked exactly (every rank contributes rank + 1).
+int runLatency(ccComm_t comm, int rank, int nranks) {
+  const char* env = getenv("CC_MP_BENCH_ITERS");
+  const int baseIters = env != nullptr ? atoi(env) : 200;
+  if (baseIters < 4) return fail("CC_MP_BENCH_ITERS must be at least 4");
+  for (size_t bytes : {size_t{8}, size_t{1} << 10, size_t{64} << 10, size_t{1} << 20}) {
+    const size_t count = bytes / sizeof(float);
+    const int iters = bytes >= (size_t{64} << 10) ? baseIters / 4 : baseIters;
+    std::vector<float> send(count, static_cast<float>(rank + 1)), recv(count, 0.0f);
+    std::chrono::steady_clock::time_point t0;
+    for (int i = 0; i < 2 + iters; ++i) {
+      if (i == 2) t0 = std::chrono::steady_clock::now();
+      const ccResult_t r = ccAllReduce(send.data(), recv.data(), count, ccFloat32, ccSum, comm, nullptr);
+      if (r != ccSuccess) return fail(callFailed("ccAllReduce", r, comm));
+    }
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+    if (rank == 0) say("allreduce %zu B: %.1f us", bytes, us);
+    const float want = static_cast<float>(nranks) * static_cast<float>(nranks + 1) / 2.0f;
+    for (size_t i = 0; i < count; ++i)
+      if (recv[i] != want) return fail("allreduce element " + std::to_string(i) + " is " + std::to_string(recv[i]));
+  }
   return 0;
 }
 
@@ -576,10 +604,11 @@ int workerMain(int argc, char** argv) {
                                         : a.scenario == "once"     ? runOnce
                                         : a.scenario == "rings"    ? runRings
                                         : a.scenario == "bench"    ? runBench
+                                        : a.scenario == "latency"  ? runLatency
                                                                    : nullptr;
   if (scenario == nullptr)
     return fail("unknown scenario \"" + a.scenario +
-                "\" (sweep, p2p, die, die-mid, linkdown, once, rings, bench or hang)");
+                "\" (sweep, p2p, die, die-mid, linkdown, once, rings, bench, latency or hang)");
   if (a.scenario == "once") {
     rlimit limit{};
     getrlimit(RLIMIT_NOFILE, &limit);

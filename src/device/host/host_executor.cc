@@ -64,6 +64,7 @@ Status HostExecutor::run(const ExecColl& c, const ExecOp& op) {
   args.algo = c.algo;
   args.nChannels = c.nChannels;
   args.channels = setup_.channels.data();
+  args.trees = c.trees;
   return hostRunCollective(args, ctx);
 }
 

@@ -35,6 +35,7 @@ struct HostCollArgs {
   Algorithm algo;
   int nChannels;
   const ExecChannel* channels;
+  const TreeLinks* trees = nullptr;  // Tree: nChannels entries (ExecColl::trees)
 };
 
 // Blocks until done or failed (abort, dead peer, deadline: see HostPlatform).
@@ -45,6 +46,8 @@ Status hostRunAllReduce(const HostCollArgs& args, const HostWaitContext& ctx);
 Status hostRunReduce(const HostCollArgs& args, const HostWaitContext& ctx);
 Status hostRunReduceScatter(const HostCollArgs& args, const HostWaitContext& ctx);
 Status hostRunCopyCollective(const HostCollArgs& args, const HostWaitContext& ctx);
+// The tree AllReduce (collectives/tree_all_reduce.h) over args.trees; host_run_tree.cc.
+Status hostRunTreeAllReduce(const HostCollArgs& args, const HostWaitContext& ctx);
 
 // dst = pre(srcs[0]) (+) pre(srcs[1]) (+) ... in that order, then post: the local half of the
 // one-shot AllReduce on more than two ranks, and of the Direct ReduceScatter/AllReduce. dst may be

@@ -15,7 +15,9 @@
 namespace collcomm::detail {
 
 // Algo: a type with `template <class T, class Prims> static void run(Prims&, const RingWork&)` and
-// `static constexpr bool kBlocks` (true: the count is per rank block, AllGather/ReduceScatter).
+// `static constexpr bool kBlocks` (true: the count is per rank block, AllGather/ReduceScatter); or
+// one with `template <class T, class Fn, class Proto> static Status runAll(const HostCollArgs&, const
+// HostWaitContext&)` that runs every channel itself (the tree, host_run_tree.cc).
 template <class T, class Fn, class Proto, class Algo>
 Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
   Fn fn(a.op.opArg);
@@ -55,7 +57,11 @@ Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
 
 template <class T, class Fn, class Algo>
 Status runRingProto(const HostCollArgs& a, const HostWaitContext& ctx) {
-  return a.proto == Protocol::kLL ? runRing<T, Fn, ProtoLL, Algo>(a, ctx) : runRing<T, Fn, ProtoSimple, Algo>(a, ctx);
+  if constexpr (requires { &Algo::template runAll<T, Fn, ProtoSimple>; })
+    return a.proto == Protocol::kLL ? Algo::template runAll<T, Fn, ProtoLL>(a, ctx)
+                                    : Algo::template runAll<T, Fn, ProtoSimple>(a, ctx);
+  else
+    return a.proto == Protocol::kLL ? runRing<T, Fn, ProtoLL, Algo>(a, ctx) : runRing<T, Fn, ProtoSimple, Algo>(a, ctx);
 }
 
 template <class T, class Algo>

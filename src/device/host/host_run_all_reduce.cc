@@ -13,6 +13,7 @@ struct AllReduceAlgo {
 }  // namespace
 
 Status hostRunAllReduce(const HostCollArgs& args, const HostWaitContext& ctx) {
+  if (args.algo == Algorithm::kTree) return hostRunTreeAllReduce(args, ctx);
   return runReducingRing<AllReduceAlgo>(args, ctx);
 }
 

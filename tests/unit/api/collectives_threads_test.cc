@@ -66,6 +66,13 @@ TEST_P(ThreadSweep, EveryCollectiveExact) {
       for (const auto& ring : rings)
         if (ring != reversed) return ranks.fail("rank " + std::to_string(rank) + ": not the reversed ring: " + json);
     }
+    if (std::string(p.algo) == "Tree" && p.nranks > 1) {
+      // The plan says Tree and shows the trees (each rank's parent per channel, one root).
+      const std::string json = allReducePlanJson(comm, 1001);
+      if (json.find("\"algorithm\":\"Tree\"") == std::string::npos ||
+          json.find("\"on_trees\":true") == std::string::npos || json.find("\"parents\":[-1,") == std::string::npos)
+        return ranks.fail("rank " + std::to_string(rank) + ": not a tree plan: " + json);
+    }
     for (const CaseSpec& c : cases) {
       std::string f = runCase(comm, rank, p.nranks, c);
       if (!f.empty()) {
@@ -111,6 +118,18 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
                                            SweepParam{4, "", false, false, "Ring", false, "reverse"},
                                            SweepParam{5, "Simple", true, false, "", false, "reverse"},
                                            SweepParam{3, "", false, true, "", false, "reverse"},
+                                           // Tree AllReduce (one host: each channel's tree is the
+                                           // chain of the ranks in ring order; plan/trees.h), the
+                                           // other collectives on rings: odd rank counts, both
+                                           // protocols, P2P, SHM and NET, two channels.
+                                           SweepParam{2, "", false, false, "Tree"},
+                                           SweepParam{3, "", false, false, "Tree"},
+                                           SweepParam{4, "LL", false, false, "Tree"},
+                                           SweepParam{5, "Simple", true, false, "Tree"},
+                                           SweepParam{7, "", false, false, "Tree"},
+                                           SweepParam{8, "", false, false, "Tree", true},
+                                           SweepParam{3, "", false, true, "Tree"},
+                                           SweepParam{4, "", false, false, "Tree", false, "reverse"},
                                            // NET over libfabric's tcp provider (COLLCOMM_NET=ofi).
                                            SweepParam{2, "", false, true, "", false, "", true},
                                            SweepParam{3, "LL", false, true, "", false, "", true},

@@ -88,7 +88,15 @@ TEST(Planner, EnvironmentForcesAndRejects) {
   // A forced one-shot leaves what it cannot do on rings.
   EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 4, 1).algo, Algorithm::kOneShot);
   EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 8, 2, 1).algo, Algorithm::kRing);
-  setenv("COLLCOMM_ALGO", "Tree", 1);
+  // A forced Tree runs AllReduce on the trees (from two ranks), the rest on rings.
+  setenv("COLLCOMM_ALGO", "tree", 1);
+  cfg = loaded();
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 5, 1).algo, Algorithm::kTree);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 1 << 30, 2, 1).algo, Algorithm::kTree);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8, 1, 1).algo, Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kReduce, 8, 4, 1).algo, Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllGather, 1 << 20, 4, 1, DirectReach::kInProcess).algo, Algorithm::kRing);
+  setenv("COLLCOMM_ALGO", "Butterfly", 1);
   EXPECT_EQ(loadTunerConfig(&cfg), Status::kInvalidArgument);
   unsetenv("COLLCOMM_ALGO");
   unsetenv("COLLCOMM_PROTO");
