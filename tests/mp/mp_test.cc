@@ -31,6 +31,7 @@
 #include "collcomm.h"
 #include "support/ipv6_loopback.h"
 #include "support/plan_rings.h"
+#include "support/net_plugins.h"
 #include "support/ofi_provider.h"
 
 extern char** environ;
@@ -273,6 +274,7 @@ struct SweepParam {
   bool streamSteps = false;  // COLLCOMM_STEP_STREAM=always: every large step through memory
   const char* ringOrder = "";  // COLLCOMM_RING_ORDER, "" for the default (plan/rings.h)
   const char* ofi = "";      // with net: COLLCOMM_NET=ofi over this libfabric provider
+  const char* plugin = "";   // with net: COLLCOMM_NET_PLUGIN (support/net_plugins.h: socket, ofi, nccl)
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
@@ -280,7 +282,8 @@ void PrintTo(const SweepParam& p, std::ostream* os) {
       << ", COLLCOMM_ALGO=\"" << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "")
       << (p.streamSteps ? ", COLLCOMM_STEP_STREAM=always" : "")
       << (p.ringOrder[0] ? std::string(", COLLCOMM_RING_ORDER=") + p.ringOrder : "")
-      << (p.ofi[0] ? std::string(", COLLCOMM_NET=ofi COLLCOMM_OFI_PROVIDER=") + p.ofi : "");
+      << (p.ofi[0] ? std::string(", COLLCOMM_NET=ofi COLLCOMM_OFI_PROVIDER=") + p.ofi : "")
+      << (p.plugin[0] ? std::string(", COLLCOMM_NET_PLUGIN=") + testNetPlugin(p.plugin) : "");
 }
 
 class ProcessSweep : public ::testing::TestWithParam<SweepParam> {};
@@ -293,6 +296,7 @@ TEST_P(ProcessSweep, EveryCollectiveExact) {
     env.push_back("COLLCOMM_NET=ofi");
     env.push_back(std::string("COLLCOMM_OFI_PROVIDER=") + p.ofi);
   }
+  if (p.plugin[0]) env.push_back("COLLCOMM_NET_PLUGIN=" + testNetPlugin(p.plugin));
   if (p.proto[0] != '\0') env.push_back(std::string("COLLCOMM_PROTO=") + p.proto);
   if (p.net) env.push_back("COLLCOMM_SHM_DISABLE=1");
   if (p.algo[0] != '\0') env.push_back(std::string("COLLCOMM_ALGO=") + p.algo);
@@ -329,7 +333,15 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                                            SweepParam{2, "LL", true, "", false, false, "", "tcp"},
                                            SweepParam{2, "Simple", true, "", false, false, "", "tcp"},
                                            SweepParam{2, "", true, "", false, false, "", "shm"},
-                                           SweepParam{3, "", true, "", false, false, "", "shm"}),
+                                           SweepParam{3, "", true, "", false, false, "", "shm"},
+                                           // NET over net plugins (COLLCOMM_NET_PLUGIN): the in-tree
+                                           // backends as plugins of the public ABI, and our NCCL v8
+                                           // layout plugin.
+                                           SweepParam{3, "", true, "", false, false, "", "", "socket"},
+                                           SweepParam{2, "", true, "", false, false, "", "tcp", "ofi"},
+                                           SweepParam{2, "", true, "", false, false, "", "", "nccl"},
+                                           SweepParam{3, "", true, "", false, false, "", "", "nccl"},
+                                           SweepParam{2, "LL", true, "", false, false, "", "", "nccl"}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
@@ -337,7 +349,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                                   (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
                                   (info.param.cmaOff ? "_nocma" : "") + (info.param.streamSteps ? "_streamsteps" : "") +
                                   (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "") +
-                                  (info.param.ofi[0] ? std::string("_ofi_") + info.param.ofi : std::string(""));
+                                  (info.param.ofi[0] ? std::string("_ofi_") + info.param.ofi : std::string("")) +
+                                  (info.param.plugin[0] ? std::string("_plugin_") + info.param.plugin : "");
                          });
 
 // Direct between processes really reads with process_vm_readv where the kernel allows it, and
