@@ -267,19 +267,19 @@ constexpr int kDeadlineSeconds = 150;
 
 struct SweepParam {
   int nranks;
-  const char* proto;           // COLLCOMM_PROTO, "" for the planner's choice
-  bool net = false;            // COLLCOMM_SHM_DISABLE=1: the NET transport over loopback sockets
-  const char* algo = "";       // COLLCOMM_ALGO
-  bool cmaOff = false;         // COLLCOMM_CMA_DISABLE=1
-  bool streamSteps = false;    // COLLCOMM_STEP_STREAM=always: every large step through memory
+  const char* proto;  // COLLCOMM_PROTO, "" for the planner's choice
+  bool net = false;   // COLLCOMM_SHM_DISABLE=1: the NET transport over loopback sockets
+  const char* algo = "";  // COLLCOMM_ALGO
+  bool cmaOff = false;    // COLLCOMM_CMA_DISABLE=1
+  bool streamSteps = false;  // COLLCOMM_STEP_STREAM=always: every large step through memory
   const char* ringOrder = "";  // COLLCOMM_RING_ORDER, "" for the default (plan/rings.h)
-  const char* ofi = "";        // with net: COLLCOMM_NET=ofi over this libfabric provider
-  const char* plugin = "";     // with net: COLLCOMM_NET_PLUGIN (support/net_plugins.h: socket, ofi, nccl)
+  const char* ofi = "";      // with net: COLLCOMM_NET=ofi over this libfabric provider
+  const char* plugin = "";   // with net: COLLCOMM_NET_PLUGIN (support/net_plugins.h: socket, ofi, nccl)
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
-  *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "") << ", COLLCOMM_ALGO=\""
-      << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "")
+  *os << p.nranks << " ranks, COLLCOMM_PROTO=\"" << p.proto << "\"" << (p.net ? ", NET" : "")
+      << ", COLLCOMM_ALGO=\"" << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "")
       << (p.streamSteps ? ", COLLCOMM_STEP_STREAM=always" : "")
       << (p.ringOrder[0] ? std::string(", COLLCOMM_RING_ORDER=") + p.ringOrder : "")
       << (p.ofi[0] ? std::string(", COLLCOMM_NET=ofi COLLCOMM_OFI_PROVIDER=") + p.ofi : "")
@@ -312,7 +312,8 @@ TEST_P(ProcessSweep, EveryCollectiveExact) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                          ::testing::Values(SweepParam{2, ""}, SweepParam{3, ""}, SweepParam{4, ""}, SweepParam{2, "LL"},
-                                           SweepParam{2, "Simple"}, SweepParam{3, "", true}, SweepParam{2, "LL", true},
+                                           SweepParam{2, "Simple"}, SweepParam{3, "", true},
+                                           SweepParam{2, "LL", true},
                                            // Direct through process_vm_readv, and its fallback.
                                            SweepParam{2, "", false, "Direct"}, SweepParam{3, "", false, "Direct"},
                                            SweepParam{3, "", false, "Direct", true},
@@ -356,10 +357,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
 // COLLCOMM_CMA_DISABLE=1 turns it off with one INFO line (the sweeps above check the results).
 TEST(ProcessDirect, UsedWhereAllowedAndOffWithCmaDisabled) {
   {
-    WorkerJob job(
-        "sweep", 2,
-        {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Direct", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT,TUNING"},
-        kDeadlineSeconds);
+    WorkerJob job("sweep", 2, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Direct", "COLLCOMM_DEBUG=INFO",
+                               "COLLCOMM_DEBUG_SUBSYS=INIT,TUNING"},
+                  kDeadlineSeconds);
     ASSERT_EQ(job.run(), "");
     expectAllSucceeded(job, 2);
     const std::string out = job.allOutput();
@@ -375,9 +375,8 @@ TEST(ProcessDirect, UsedWhereAllowedAndOffWithCmaDisabled) {
       EXPECT_TRUE(seen) << coll << " never ran Direct between the processes";
     }
   }
-  WorkerJob job("sweep", 2,
-                {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Direct", "COLLCOMM_CMA_DISABLE=1", "COLLCOMM_DEBUG=INFO",
-                 "COLLCOMM_DEBUG_SUBSYS=INIT,TUNING"},
+  WorkerJob job("sweep", 2, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=Direct", "COLLCOMM_CMA_DISABLE=1",
+                             "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT,TUNING"},
                 kDeadlineSeconds);
   ASSERT_EQ(job.run(), "");
   expectAllSucceeded(job, 2);
@@ -475,8 +474,9 @@ TEST(ProcessRingOrder, DifferentOrdersFailInitWithASentence) {
 TEST(ProcessRingStep, NetAndShmInOneRingTakeWholeSegmentSteps) {
   WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT"},
                 kDeadlineSeconds);
-  job.setLauncher(perRankEnv(
-      [](int rank) { return std::vector<std::string>{rank < 2 ? "COLLCOMM_HOSTID=hostA" : "COLLCOMM_HOSTID=hostB"}; }));
+  job.setLauncher(perRankEnv([](int rank) {
+    return std::vector<std::string>{rank < 2 ? "COLLCOMM_HOSTID=hostA" : "COLLCOMM_HOSTID=hostB"};
+  }));
   ASSERT_EQ(job.run(), "");
   expectAllSucceeded(job, 3);
   expectNoShmLeft(job);
@@ -512,8 +512,9 @@ TEST(ProcessNetIpv6, SweepOverIpv6Loopback) {
   expectAllSucceeded(job, nranks);
   for (int r = 0; r < nranks; ++r) {
     const std::string& out = job.result(r).output;
-    EXPECT_NE(out.find("socket interface lo ::1"), std::string::npos) << "rank " << r << "'s bootstrap is not on ::1\n"
-                                                                      << out;
+    EXPECT_NE(out.find("socket interface lo ::1"), std::string::npos)
+        << "rank " << r << "'s bootstrap is not on ::1\n"
+        << out;
     EXPECT_NE(out.find("net/socket: device 0 is lo ::1"), std::string::npos)
         << "rank " << r << "'s NET device is not ::1\n"
         << out;
@@ -664,8 +665,8 @@ class NetnsLab {
     bridge_ = base + "b";
     if (sh("ip netns add " + bridge_) != 0) return "cannot create a network namespace (ip netns add needs root)";
     made_.push_back(bridge_);
-    if (sh("ip -n " + bridge_ + " link set lo up") != 0 || sh("ip -n " + bridge_ + " link add br0 type bridge") != 0 ||
-        sh("ip -n " + bridge_ + " link set br0 up") != 0)
+    if (sh("ip -n " + bridge_ + " link set lo up") != 0 ||
+        sh("ip -n " + bridge_ + " link add br0 type bridge") != 0 || sh("ip -n " + bridge_ + " link set br0 up") != 0)
       return "cannot make a bridge in namespace " + bridge_;
     for (int i = 0; i < nHosts; ++i) {
       const std::string ns = base + "h" + std::to_string(i), port = "vb" + std::to_string(i);
@@ -726,7 +727,8 @@ class NetnsLab {
       std::string name(line, strcspn(line, " \n"));
       if (name.compare(0, n, kPrefix) != 0) continue;
       const long pid = strtol(name.c_str() + n, nullptr, 10);
-      if (pid > 0 && pid != getpid() && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
+      if (pid > 0 && pid != getpid() && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+        stale.push_back(name);
     }
     pclose(f);
     for (const auto& ns : stale) sh("ip netns delete " + ns);

@@ -81,58 +81,66 @@ TEST_P(ThreadSweep, EveryCollectiveExact) {
   EXPECT_TRUE(ranks.ok()) << ranks.failures();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Ranks, ThreadSweep,
-    ::testing::Values(SweepParam{1, "", false}, SweepParam{2, "", false}, SweepParam{3, "", false},
-                      SweepParam{4, "", false}, SweepParam{5, "", false}, SweepParam{7, "", false},
-                      SweepParam{8, "", false}, SweepParam{2, "Simple", false}, SweepParam{3, "LL", false},
-                      SweepParam{4, "Simple", true}, SweepParam{3, "LL", true}, SweepParam{2, "", false, true},
-                      SweepParam{3, "", false, true}, SweepParam{4, "Simple", false, true},
-                      SweepParam{3, "LL", false, true}, SweepParam{5, "", false, true},
-                      // One-shot AllReduce (two ranks over the ring connections,
-                      // more over per-peer ones), results by streaming stores.
-                      SweepParam{2, "", false, false, "OneShot"}, SweepParam{2, "LL", false, false, "OneShot"},
-                      SweepParam{2, "", true, false, "OneShot"}, SweepParam{3, "", false, false, "OneShot"},
-                      SweepParam{5, "", true, false, "OneShot"}, SweepParam{3, "", false, true, "OneShot"},
-                      // Direct (single-copy reads of the peers' buffers): every
-                      // collective that has it, the rest as planned.
-                      SweepParam{2, "", false, false, "Direct"}, SweepParam{3, "", false, false, "Direct"},
-                      SweepParam{4, "", true, false, "Direct"}, SweepParam{5, "", false, false, "Direct", true},
-                      SweepParam{2, "", false, false, "Ring", true}, SweepParam{3, "Simple", true, false, "", true},
-                      // Rings that are not the identity (COLLCOMM_RING_ORDER=
-                      // reverse): every ring consumer (block placement, roots'
-                      // positions, one-shot on two ranks) on P2P, SHM and NET.
-                      SweepParam{2, "", false, false, "", false, "reverse"},
-                      SweepParam{2, "", false, false, "OneShot", false, "reverse"},
-                      SweepParam{3, "LL", false, false, "", false, "reverse"},
-                      SweepParam{4, "", false, false, "Ring", false, "reverse"},
-                      SweepParam{5, "Simple", true, false, "", false, "reverse"},
-                      SweepParam{3, "", false, true, "", false, "reverse"},
-                      // NET over libfabric's tcp provider (COLLCOMM_NET=ofi).
-                      SweepParam{2, "", false, true, "", false, "", true},
-                      SweepParam{3, "LL", false, true, "", false, "", true},
-                      SweepParam{4, "Simple", false, true, "", false, "", true},
-                      SweepParam{3, "", false, true, "OneShot", false, "", true},
-                      // NET over net plugins (COLLCOMM_NET_PLUGIN): the in-tree
-                      // socket and OFI backends built as plugins of the public
-                      // ABI, and our NCCL v8 layout plugin.
-                      SweepParam{2, "", false, true, "", false, "", false, "socket"},
-                      SweepParam{3, "LL", false, true, "", false, "", false, "socket"},
-                      SweepParam{4, "Simple", false, true, "", false, "", false, "socket"},
-                      SweepParam{3, "", false, true, "", false, "", true, "ofi"},
-                      SweepParam{2, "", false, true, "", false, "", false, "nccl"},
-                      SweepParam{3, "LL", false, true, "", false, "", false, "nccl"},
-                      SweepParam{4, "Simple", false, true, "", false, "", false, "nccl"},
-                      SweepParam{3, "", false, true, "OneShot", false, "", false, "nccl"}),
-    [](const ::testing::TestParamInfo<SweepParam>& info) {
-      return std::to_string(info.param.nranks) + "ranks" +
-             (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
-             (info.param.shm ? "_shm" : "") + (info.param.net ? "_net" : "") + (info.param.ofi ? "_ofi" : "") +
-             (info.param.plugin[0] ? std::string("_plugin_") + info.param.plugin : "") +
-             (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
-             (info.param.streamAll ? "_stream" : "") +
-             (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
+                         ::testing::Values(SweepParam{1, "", false}, SweepParam{2, "", false},
+                                           SweepParam{3, "", false}, SweepParam{4, "", false},
+                                           SweepParam{5, "", false}, SweepParam{7, "", false},
+                                           SweepParam{8, "", false}, SweepParam{2, "Simple", false},
+                                           SweepParam{3, "LL", false}, SweepParam{4, "Simple", true},
+                                           SweepParam{3, "LL", true}, SweepParam{2, "", false, true},
+                                           SweepParam{3, "", false, true}, SweepParam{4, "Simple", false, true},
+                                           SweepParam{3, "LL", false, true}, SweepParam{5, "", false, true},
+                                           // One-shot AllReduce (two ranks over the ring connections,
+                                           // more over per-peer ones), results by streaming stores.
+                                           SweepParam{2, "", false, false, "OneShot"},
+                                           SweepParam{2, "LL", false, false, "OneShot"},
+                                           SweepParam{2, "", true, false, "OneShot"},
+                                           SweepParam{3, "", false, false, "OneShot"},
+                                           SweepParam{5, "", true, false, "OneShot"},
+                                           SweepParam{3, "", false, true, "OneShot"},
+                                           // Direct (single-copy reads of the peers' buffers): every
+                                           // collective that has it, the rest as planned.
+                                           SweepParam{2, "", false, false, "Direct"},
+                                           SweepParam{3, "", false, false, "Direct"},
+                                           SweepParam{4, "", true, false, "Direct"},
+                                           SweepParam{5, "", false, false, "Direct", true},
+                                           SweepParam{2, "", false, false, "Ring", true},
+                                           SweepParam{3, "Simple", true, false, "", true},
+                                           // Rings that are not the identity (COLLCOMM_RING_ORDER=
+                                           // reverse): every ring consumer (block placement, roots'
+                                           // positions, one-shot on two ranks) on P2P, SHM and NET.
+                                           SweepParam{2, "", false, false, "", false, "reverse"},
+                                           SweepParam{2, "", false, false, "OneShot", false, "reverse"},
+                                           SweepParam{3, "LL", false, false, "", false, "reverse"},
+                                           SweepParam{4, "", false, false, "Ring", false, "reverse"},
+                                           SweepParam{5, "Simple", true, false, "", false, "reverse"},
+                                           SweepParam{3, "", false, true, "", false, "reverse"},
+                                           // NET over libfabric's tcp provider (COLLCOMM_NET=ofi).
+                                           SweepParam{2, "", false, true, "", false, "", true},
+                                           SweepParam{3, "LL", false, true, "", false, "", true},
+                                           SweepParam{4, "Simple", false, true, "", false, "", true},
+                                           SweepParam{3, "", false, true, "OneShot", false, "", true},
+                                           // NET over net plugins (COLLCOMM_NET_PLUGIN): the in-tree
+                                           // socket and OFI backends built as plugins of the public
+                                           // ABI, and our NCCL v8 layout plugin.
+                                           SweepParam{2, "", false, true, "", false, "", false, "socket"},
+                                           SweepParam{3, "LL", false, true, "", false, "", false, "socket"},
+                                           SweepParam{4, "Simple", false, true, "", false, "", false, "socket"},
+                                           SweepParam{3, "", false, true, "", false, "", true, "ofi"},
+                                           SweepParam{2, "", false, true, "", false, "", false, "nccl"},
+                                           SweepParam{3, "LL", false, true, "", false, "", false, "nccl"},
+                                           SweepParam{4, "Simple", false, true, "", false, "", false, "nccl"},
+                                           SweepParam{3, "", false, true, "OneShot", false, "", false, "nccl"}),
+                         [](const ::testing::TestParamInfo<SweepParam>& info) {
+                           return std::to_string(info.param.nranks) + "ranks" +
+                                  (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
+                                  (info.param.shm ? "_shm" : "") + (info.param.net ? "_net" : "") +
+                                  (info.param.ofi ? "_ofi" : "") +
+                                  (info.param.plugin[0] ? std::string("_plugin_") + info.param.plugin : "") +
+                                  (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
+                                  (info.param.streamAll ? "_stream" : "") +
+                                  (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "");
+                         });
 
 }  // namespace
 }  // namespace collcomm::test
