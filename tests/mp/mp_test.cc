@@ -30,9 +30,9 @@
 
 #include "collcomm.h"
 #include "support/ipv6_loopback.h"
+#include "support/plan_rings.h"
 #include "support/net_plugins.h"
 #include "support/ofi_provider.h"
-#include "support/plan_rings.h"
 
 extern char** environ;
 

@@ -6,9 +6,9 @@
 #include <cstdlib>
 
 #include "support/coll_check.h"
+#include "support/plan_rings.h"
 #include "support/net_plugins.h"
 #include "support/ofi_provider.h"
-#include "support/plan_rings.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
 
