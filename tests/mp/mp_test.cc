@@ -830,6 +830,10 @@ TEST(ProcessNetns, SweepAcrossHostsOverOfi) {
   CC_REQUIRE_OFI_PROVIDER("tcp");
   sweepAcrossHosts({"COLLCOMM_NET=ofi", "COLLCOMM_OFI_PROVIDER=tcp"}, 90);
 }
+// The same over the socket backend built as a plugin of the public ABI (COLLCOMM_NET_PLUGIN).
+TEST(ProcessNetns, SweepAcrossHostsOverSocketPlugin) {
+  sweepAcrossHosts({"COLLCOMM_NET_PLUGIN=" + testNetPlugin("socket")}, 60);
+}
 
 // A host's link goes down in the middle of large allreduces: every rank returns ccRemoteError or
 // ccTimeout (COLLCOMM_TIMEOUT=10) naming a rank and its host, and aborts promptly; nothing hangs.
