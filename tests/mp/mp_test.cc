@@ -274,7 +274,7 @@ struct SweepParam {
   bool streamSteps = false;  // COLLCOMM_STEP_STREAM=always: every large step through memory
   const char* ringOrder = "";  // COLLCOMM_RING_ORDER, "" for the default (plan/rings.h)
   const char* ofi = "";      // with net: COLLCOMM_NET=ofi over this libfabric provider
-  const char* plugin = "";   // with net: COLLCOMM_NET_PLUGIN (support/net_plugins.h: socket, ofi, nccl)
+  const char* plugin = "";   // with net: COLLCOMM_NET_PLUGIN (support/net_plugins.h: socket, ofi, nccl, nccl9)
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
@@ -336,12 +336,13 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                                            SweepParam{3, "", true, "", false, false, "", "shm"},
                                            // NET over net plugins (COLLCOMM_NET_PLUGIN): the in-tree
                                            // backends as plugins of the public ABI, and our NCCL v8
-                                           // layout plugin.
+                                           // layout plugin (v8, v9).
                                            SweepParam{3, "", true, "", false, false, "", "", "socket"},
                                            SweepParam{2, "", true, "", false, false, "", "tcp", "ofi"},
                                            SweepParam{2, "", true, "", false, false, "", "", "nccl"},
                                            SweepParam{3, "", true, "", false, false, "", "", "nccl"},
-                                           SweepParam{2, "LL", true, "", false, false, "", "", "nccl"}),
+                                           SweepParam{2, "LL", true, "", false, false, "", "", "nccl"},
+                                           SweepParam{3, "", true, "", false, false, "", "", "nccl9"}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +

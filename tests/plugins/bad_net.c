@@ -1,7 +1,7 @@
 /* Libraries that are not acceptable net plugins, one per BAD_* definition (CMakeLists.txt here),
  * for the loader's tests (tests/unit/net/net_plugin_test.cc): each must be refused with a sentence.
  *   BAD_NO_SYMBOL  exports nothing a plugin exports
- *   BAD_NCCL_V9    exports only a NCCL version collcomm does not load
+ *   BAD_NCCL_V10   exports only a NCCL version collcomm does not load
  *   BAD_VERSION    exports ccNetPlugin_v1 with version 99
  *   BAD_INIT       a complete plugin whose init fails, with a reason through lastError
  */
@@ -13,8 +13,8 @@
 
 #if defined(BAD_NO_SYMBOL)
 EXPORT int notANetPlugin = 1;
-#elif defined(BAD_NCCL_V9)
-EXPORT const int ncclNetPlugin_v9 = 9;
+#elif defined(BAD_NCCL_V10)
+EXPORT const int ncclNetPlugin_v10 = 10;
 #else
 static ccResult_t fails(void) { return ccInternalError; }
 static ccResult_t init(ccNetLogger_t logger) {

@@ -1,6 +1,8 @@
-/* A NCCL version 8 net plugin of our own, written against the layout collcomm re-declares
- * (src/transport/net/nccl_net_v8.h), to test that collcomm loads and runs such plugins: TCP over
- * loopback, one non-blocking socket per connection, messages as {size, tag} then the bytes.
+/* A NCCL net plugin of our own, written against the layouts collcomm re-declares
+ * (src/transport/net/nccl_net.h), to test that collcomm loads and runs such plugins: TCP over
+ * loopback, one non-blocking socket per connection, messages as {size, tag} then the bytes. Built
+ * twice (tests/plugins/CMakeLists.txt): exporting ncclNetPlugin_v8, and with CC_TEST_NCCL_V9
+ * exporting ncclNetPlugin_v9 only (size_t sizes, the v9 properties).
  *
  * It keeps NCCL's contract, strictly where collcomm's adapter could go wrong: receives match sends
  * in posting order and a tag that differs is an error; every buffer must be registered with the
@@ -21,9 +23,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "transport/net/nccl_net_v8.h"
+#include "transport/net/nccl_net.h"
 
 enum { kMaxRequests = 8, kMagic = 0x6e636c74 };
+
+#ifdef CC_TEST_NCCL_V9
+typedef size_t SizeArg; /* isend's size and irecv's sizes */
+typedef ccNcclNetProperties_v9_t Props;
+typedef ccNcclNetDeviceHandle_v9_t DevHandle;
+#define PLUGIN_SYMBOL ncclNetPlugin_v9
+#define PLUGIN_TYPE ccNcclNet_v9_t
+#else
+typedef int SizeArg;
+typedef ccNcclNetProperties_v8_t Props;
+typedef ccNcclNetDeviceHandle_v8_t DevHandle;
+#define PLUGIN_SYMBOL ncclNetPlugin_v8
+#define PLUGIN_TYPE ccNcclNet_v8_t
+#endif
 
 static ccNcclLogger_t logger;
 
@@ -88,7 +104,7 @@ static ccNcclResult_t pDevices(int* n) {
   return 0;
 }
 
-static ccNcclResult_t pGetProperties(int dev, ccNcclNetProperties_v8_t* p) {
+static ccNcclResult_t pGetProperties(int dev, Props* p) {
   if (dev != 0) return 4;
   memset(p, 0, sizeof(*p));
   p->name = "lo";
@@ -99,6 +115,13 @@ static ccNcclResult_t pGetProperties(int dev, ccNcclNetProperties_v8_t* p) {
   p->latency = 0;
   p->maxComms = 65536;
   p->maxRecvs = 1;
+#ifdef CC_TEST_NCCL_V9
+  p->forceFlush = 0;
+  p->vProps.ndevs = 1;
+  p->vProps.devs[0] = 0;
+  p->maxP2pBytes = INT32_MAX;
+  p->maxCollBytes = INT32_MAX;
+#endif
   return 0;
 }
 
@@ -128,7 +151,7 @@ static ccNcclResult_t pListen(int dev, void* handle, void** listenComm) {
   return 0;
 }
 
-static ccNcclResult_t pConnect(int dev, void* handle, void** sendComm, ccNcclNetDeviceHandle_v8_t** devComm) {
+static ccNcclResult_t pConnect(int dev, void* handle, void** sendComm, DevHandle** devComm) {
   (void)dev;
   (void)devComm;
   struct Handle* h = handle;
@@ -165,7 +188,7 @@ static ccNcclResult_t pConnect(int dev, void* handle, void** sendComm, ccNcclNet
   return 0;
 }
 
-static ccNcclResult_t pAccept(void* listenComm, void** recvComm, ccNcclNetDeviceHandle_v8_t** devComm) {
+static ccNcclResult_t pAccept(void* listenComm, void** recvComm, DevHandle** devComm) {
   (void)devComm;
   struct Listen* l = listenComm;
   *recvComm = NULL;
@@ -273,21 +296,21 @@ static ccNcclResult_t progress(struct Comm* c) {
   return 0;
 }
 
-static ccNcclResult_t pIsend(void* sendComm, void* data, int size, int tag, void* mhandle, void** request) {
+static ccNcclResult_t pIsend(void* sendComm, void* data, SizeArg size, int tag, void* mhandle, void** request) {
   struct Comm* c = sendComm;
   *request = NULL;
   if (c->failed) return 6;
-  if (size < 0 || !registered(c, data, size, mhandle)) {
-    WARN("nccl-layout: isend of %d bytes from memory not registered with this comm", size);
+  if ((long long)size < 0 || (long long)size > INT32_MAX || !registered(c, data, (int)size, mhandle)) {
+    WARN("nccl-layout: isend of %lld bytes from memory not registered with this comm", (long long)size);
     return 3;
   }
-  struct Request* r = post(c, 1, data, size, tag);
+  struct Request* r = post(c, 1, data, (int)size, tag);
   if (r == NULL) return 0;
   *request = r;
   return progress(c);
 }
 
-static ccNcclResult_t pIrecv(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles,
+static ccNcclResult_t pIrecv(void* recvComm, int n, void** data, SizeArg* sizes, int* tags, void** mhandles,
                              void** request) {
   struct Comm* c = recvComm;
   *request = NULL;
@@ -296,11 +319,11 @@ static ccNcclResult_t pIrecv(void* recvComm, int n, void** data, int* sizes, int
     WARN("nccl-layout: grouped receives are not supported (n = %d)", n);
     return 3;
   }
-  if (!registered(c, data[0], sizes[0], mhandles[0])) {
-    WARN("nccl-layout: irecv of %d bytes into memory not registered with this comm", sizes[0]);
+  if ((long long)sizes[0] > INT32_MAX || !registered(c, data[0], (int)sizes[0], mhandles[0])) {
+    WARN("nccl-layout: irecv of %lld bytes into memory not registered with this comm", (long long)sizes[0]);
     return 3;
   }
-  struct Request* r = post(c, 0, data[0], sizes[0], tags[0]);
+  struct Request* r = post(c, 0, data[0], (int)sizes[0], tags[0]);
   if (r == NULL) return 0;
   *request = r;
   return progress(c);
@@ -348,7 +371,7 @@ static ccNcclResult_t pCloseListen(void* listenComm) {
   return 0;
 }
 
-__attribute__((visibility("default"))) const ccNcclNet_v8_t ncclNetPlugin_v8 = {
+__attribute__((visibility("default"))) const PLUGIN_TYPE PLUGIN_SYMBOL = {
     .name = "nccl-layout-tcp",
     .init = pInit,
     .devices = pDevices,
@@ -368,4 +391,7 @@ __attribute__((visibility("default"))) const ccNcclNet_v8_t ncclNetPlugin_v8 = {
     .closeListen = pCloseListen,
     .getDeviceMr = NULL,
     .irecvConsumed = NULL,
+#ifdef CC_TEST_NCCL_V9
+    .makeVDevice = NULL,
+#endif
 };

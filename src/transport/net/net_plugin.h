@@ -1,7 +1,7 @@
 // Net plugins: the loader (net_plugin_loader.cc: COLLCOMM_NET_PLUGIN, the search, the checks) and
 // the two adapters that make a loaded plugin an internal backend (net.h's NetOpsV1), so that the
 // NET transport never sees the plugin's ABI: net_plugin_cc.cc for collcomm's own
-// (include/collcomm_net.h), net_plugin_nccl.cc for NCCL's version 8 (nccl_net_v8.h).
+// (include/collcomm_net.h), net_plugin_nccl.cc for NCCL's version 8 (nccl_net.h).
 //
 // NetOpsV1's functions take no context, so every loaded plugin gets a slot (one of
 // kNetPluginSlots) and each adapter has one ops table per slot whose functions forward to that
@@ -16,7 +16,7 @@
 
 #include "collcomm_net.h"
 #include "common/status.h"
-#include "transport/net/nccl_net_v8.h"
+#include "transport/net/nccl_net.h"
 #include "transport/net/net.h"
 
 namespace collcomm::detail {
@@ -29,8 +29,10 @@ struct NetPluginSlot {
   // The load failed: loadCode and the sentence that every init call returns.
   Status loadCode = kOk;
   std::string loadError;
-  const ccNet_v1_t* cc = nullptr;        // a collcomm plugin, or
-  const ccNcclNet_v8_t* nccl = nullptr;  // a NCCL version 8 plugin
+  std::string name;                // the plugin's name, for sentences
+  const ccNet_v1_t* cc = nullptr;  // a collcomm plugin, or
+  const void* nccl = nullptr;      // a NCCL plugin: a ccNcclNet_v<ncclVersion>_t
+  int ncclVersion = 0;
   // The plugin's init runs once (NCCL's need not be idempotent); its outcome is kept.
   std::mutex initMutex;
   bool initRan = false;

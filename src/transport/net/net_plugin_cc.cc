@@ -40,7 +40,7 @@ Status failed(const NetPluginSlot& s, ccResult_t r, const char* what) {
   char why[512] = {};
   s.cc->lastError(why, sizeof(why));
   why[sizeof(why) - 1] = '\0';
-  return CC_ERROR(codeOf(r), "net plugin %s: %s failed: %s", s.cc->name != nullptr ? s.cc->name : s.path.c_str(), what,
+  return CC_ERROR(codeOf(r), "net plugin %s: %s failed: %s", s.name.c_str(), what,
                   why[0] != '\0' ? why : "(the plugin gave no reason)");
 }
 
@@ -55,7 +55,7 @@ Status runInit(NetPluginSlot& s) {
   int n = 0;
   CC_PLUGIN_CALL(s, "devices", s.cc->devices(&n));
   if (n <= 0)
-    return CC_ERROR(Status::kSystemError, "net plugin %s (%s) reports no network device here", s.cc->name,
+    return CC_ERROR(Status::kSystemError, "net plugin %s (%s) reports no network device here", s.name.c_str(),
                     s.path.c_str());
   return kOk;
 }

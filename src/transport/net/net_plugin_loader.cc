@@ -5,7 +5,8 @@
 // Search: a value with a '/' is opened as that path; otherwise dlopen's usual search runs first
 // (LD_LIBRARY_PATH, the RUNPATH of the program, the linker cache, the system folders), then the
 // folder of the library that holds collcomm (libcollcomm.so, or the program it is linked into).
-// Symbols, in order: ccNetPlugin_v1 (collcomm's ABI, include/collcomm_net.h), ncclNetPlugin_v8.
+// Symbols, in order: ccNetPlugin_v1 (collcomm's ABI, include/collcomm_net.h), ncclNetPlugin_v9,
+// ncclNetPlugin_v8 (NCCL's, newest first: a library usually exports several).
 // Every failure is a sentence with what to do, returned by the backend's init, never a crash.
 //
 // Tier: setup (once per distinct setting, under a mutex).
@@ -108,7 +109,7 @@ void* openLibrary(NetPluginSlot* s) {
 std::string otherNcclVersions(void* h) {
   std::string found;
   for (int v = 2; v <= 12; ++v) {
-    if (v == 8) continue;
+    if (v == 8 || v == 9) continue;
     const std::string sym = "ncclNetPlugin_v" + std::to_string(v);
     if (dlsym(h, sym.c_str()) != nullptr) found += (found.empty() ? "" : ", ") + sym;
   }
@@ -141,26 +142,35 @@ const NetOpsV1& load(int index) {
       return failedNetAdapter(index);
     }
     s->cc = cc;
+    s->name = cc->name != nullptr ? cc->name : s->path;
     CC_INFO(kSubsysNet | kSubsysInit, "net plugin %s (collcomm ABI v%d) loaded from %s", cc->name ? cc->name : "?",
             cc->version, s->path.c_str());
     return ccNetAdapter(index);
   }
-  if (auto* nccl = static_cast<const ccNcclNet_v8_t*>(dlsym(h, CC_NCCL_NET_SYMBOL_V8))) {
+  const auto takeNccl = [&](const auto* nccl, int version, const char* symbol) -> const NetOpsV1& {
     const bool complete = nccl->init && nccl->devices && nccl->getProperties && nccl->listen && nccl->connect &&
                           nccl->accept && nccl->regMr && nccl->deregMr && nccl->isend && nccl->irecv && nccl->test &&
                           nccl->closeSend && nccl->closeRecv && nccl->closeListen;
     if (!complete) {
-      fail(s, Status::kInvalidUsage, quoted + ": its " CC_NCCL_NET_SYMBOL_V8 " leaves a required function null");
+      fail(s, Status::kInvalidUsage, quoted + ": its " + symbol + " leaves a required function null");
       return failedNetAdapter(index);
     }
     s->nccl = nccl;
-    CC_INFO(kSubsysNet | kSubsysInit, "net plugin %s (NCCL net v8) loaded from %s", nccl->name ? nccl->name : "?",
+    s->ncclVersion = version;
+    s->name = nccl->name != nullptr ? nccl->name : s->path;
+    CC_INFO(kSubsysNet | kSubsysInit, "net plugin %s (NCCL net v%d) loaded from %s", s->name.c_str(), version,
             s->path.c_str());
     return ncclNetAdapter(index);
-  }
+  };
+  if (auto* nccl = static_cast<const ccNcclNet_v9_t*>(dlsym(h, CC_NCCL_NET_SYMBOL_V9)))
+    return takeNccl(nccl, 9, CC_NCCL_NET_SYMBOL_V9);
+  if (auto* nccl = static_cast<const ccNcclNet_v8_t*>(dlsym(h, CC_NCCL_NET_SYMBOL_V8)))
+    return takeNccl(nccl, 8, CC_NCCL_NET_SYMBOL_V8);
   const std::string others = otherNcclVersions(h);
   fail(s, Status::kInvalidUsage,
-       quoted + ": the library exports neither " CC_NET_PLUGIN_SYMBOL " nor " CC_NCCL_NET_SYMBOL_V8 +
+       quoted +
+           ": the library exports none of " CC_NET_PLUGIN_SYMBOL ", " CC_NCCL_NET_SYMBOL_V9
+           " and " CC_NCCL_NET_SYMBOL_V8 +
            (others.empty() ? std::string(" (is it a net plugin?)")
                            : " (it has " + others + ", NCCL versions this collcomm does not load)"));
   return failedNetAdapter(index);

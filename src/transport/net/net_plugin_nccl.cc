@@ -1,6 +1,6 @@
-// The adapter from a NCCL version 8 net plugin (nccl_net_v8.h, exported as ncclNetPlugin_v8) to
-// the internal interface (net.h, NetOpsV1), so that collcomm runs over the plugins clusters already
-// have (aws-ofi-nccl over libfabric, the InfiniBand and SHARP plugins).
+// The adapter from a NCCL net plugin of version 8 or 9 (nccl_net.h, exported as ncclNetPlugin_v8
+// or ncclNetPlugin_v9) to the internal interface (net.h, NetOpsV1), so that collcomm runs over the plugins clusters
+// already have (aws-ofi-nccl over libfabric, the InfiniBand and SHARP plugins).
 //
 // The contracts differ in three ways, and this file bridges each:
 //   Matching. NCCL matches each irecv of a comm to the sender's isend of the same rank in posting
@@ -88,8 +88,25 @@ struct Comm {
   std::vector<AutoMr> autoMrs;
 };
 
-const ccNcclNet_v8_t& net(const NetPluginSlot& s) { return *s.nccl; }
-const char* nameOf(const NetPluginSlot& s) { return s.nccl->name != nullptr ? s.nccl->name : s.path.c_str(); }
+// What differs between the versions the adapter maps (nccl_net.h says how they differ).
+struct V8 {
+  using Net = ccNcclNet_v8_t;
+  using Props = ccNcclNetProperties_v8_t;
+  using DevHandle = ccNcclNetDeviceHandle_v8_t;
+  using Size = int;  // of isend and irecv
+};
+struct V9 {
+  using Net = ccNcclNet_v9_t;
+  using Props = ccNcclNetProperties_v9_t;
+  using DevHandle = ccNcclNetDeviceHandle_v9_t;
+  using Size = size_t;
+};
+
+template <class V>
+const typename V::Net& net(const NetPluginSlot& s) {
+  return *static_cast<const typename V::Net*>(s.nccl);
+}
+const char* nameOf(const NetPluginSlot& s) { return s.name.c_str(); }
 
 // The plugin's last warning on this thread: NCCL plugins say why through the logger only.
 thread_local char tLastWarning[512];
@@ -131,7 +148,8 @@ Status codeOf(int r) {
 Status pluginFailed(const NetPluginSlot& s, int r, const char* what) {
   const std::string why = tLastWarning[0] != '\0' ? std::string(": ") + tLastWarning : std::string();
   tLastWarning[0] = '\0';
-  return CC_ERROR(codeOf(r), "net plugin %s (NCCL v8): %s failed (result %d)%s", nameOf(s), what, r, why.c_str());
+  return CC_ERROR(codeOf(r), "net plugin %s (NCCL v%d): %s failed (result %d)%s", nameOf(s), s.ncclVersion, what, r,
+                  why.c_str());
 }
 
 #define CC_NCCL_CALL(slot, what, call)                                          \
@@ -151,16 +169,17 @@ Status pluginFailed(const NetPluginSlot& s, int r, const char* what) {
   } while (0)
 
 Status brokenComm(const Comm* c) {
-  return CC_ERROR(Status::kRemoteError, "net plugin %s (NCCL v8): the connection failed earlier", nameOf(*c->slot));
+  return CC_ERROR(Status::kRemoteError, "net plugin %s (NCCL): the connection failed earlier", nameOf(*c->slot));
 }
 
+template <class V>
 Status runInit(NetPluginSlot& s) {
-  CC_NCCL_CALL(s, "init", net(s).init(ncclLogger));
+  CC_NCCL_CALL(s, "init", net<V>(s).init(ncclLogger));
   int n = 0;
-  CC_NCCL_CALL(s, "devices", net(s).devices(&n));
+  CC_NCCL_CALL(s, "devices", net<V>(s).devices(&n));
   if (n <= 0)
-    return CC_ERROR(Status::kSystemError, "net plugin %s (NCCL v8, %s) reports no network device here", nameOf(s),
-                    s.path.c_str());
+    return CC_ERROR(Status::kSystemError, "net plugin %s (NCCL v%d, %s) reports no network device here", nameOf(s),
+                    s.ncclVersion, s.path.c_str());
   return kOk;
 }
 
@@ -175,16 +194,17 @@ void warnNoSecretOnce(const NetPluginSlot& s) {
 }
 
 // A new comm around the plugin's, its headers registered; on failure the plugin's comm is closed.
+template <class V>
 Status wrap(const NetPluginSlot& s, bool isSend, void* plugin, void** out) {
   auto* c = new Comm;
   c->slot = &s;
   c->isSend = isSend;
   c->plugin = plugin;
   for (Request& r : c->req) r.comm = c;
-  const int rc = net(s).regMr(plugin, c->headers, sizeof(c->headers), CC_NCCL_PTR_HOST, &c->headersMr);
+  const int rc = net<V>(s).regMr(plugin, c->headers, sizeof(c->headers), CC_NCCL_PTR_HOST, &c->headersMr);
   if (rc != 0) {
     const Status st = pluginFailed(s, rc, "regMr of the message headers");
-    (void)(isSend ? net(s).closeSend(plugin) : net(s).closeRecv(plugin));
+    (void)(isSend ? net<V>(s).closeSend(plugin) : net<V>(s).closeRecv(plugin));
     delete c;
     return st;
   }
@@ -193,6 +213,7 @@ Status wrap(const NetPluginSlot& s, bool isSend, void* plugin, void** out) {
 }
 
 // The registration covering [data, data + size): the caller's, else one made here on first use.
+template <class V>
 Status mrFor(Comm* c, void* data, size_t size, void* given, void** mhandle) {
   if (given != nullptr) {
     *mhandle = given;
@@ -206,15 +227,16 @@ Status mrFor(Comm* c, void* data, size_t size, void* given, void** mhandle) {
     }
   }
   void* mh = nullptr;
-  CC_NCCL_COMM_CALL(c, "regMr", net(*c->slot).regMr(c->plugin, data, size, CC_NCCL_PTR_HOST, &mh));
+  CC_NCCL_COMM_CALL(c, "regMr", net<V>(*c->slot).regMr(c->plugin, data, size, CC_NCCL_PTR_HOST, &mh));
   c->autoMrs.push_back({p, size, mh});
   *mhandle = mh;
   return kOk;
 }
 
 // Posts the waiting sends to the plugin in order, header then payload, until it takes no more.
+template <class V>
 Status progressSend(Comm* c) {
-  const ccNcclNet_v8_t& n = net(*c->slot);
+  const typename V::Net& n = net<V>(*c->slot);
   while (c->orderHead != c->orderTail) {
     const int i = c->order[c->orderHead % kRequests];
     Request& r = c->req[i];
@@ -227,9 +249,10 @@ Status progressSend(Comm* c) {
     }
     if (r.stage == 1) {
       void* mh = nullptr;
-      CC_CHECK(mrFor(c, r.data, r.size, r.mhandle, &mh));
+      CC_CHECK(mrFor<V>(c, r.data, r.size, r.mhandle, &mh));
       void* q = nullptr;
-      CC_NCCL_COMM_CALL(c, "isend", n.isend(c->plugin, r.data, static_cast<int>(r.size), kWireTag, mh, &q));
+      CC_NCCL_COMM_CALL(c, "isend",
+                        n.isend(c->plugin, r.data, static_cast<typename V::Size>(r.size), kWireTag, mh, &q));
       if (q == nullptr) return kOk;
       r.payloadReq = q;
       r.stage = 2;
@@ -241,14 +264,15 @@ Status progressSend(Comm* c) {
 
 // Receives headers and posts each message's payload irecv into the earliest posted irecv with its
 // tag, until a header has no match yet or the plugin takes no more.
+template <class V>
 Status progressRecv(Comm* c) {
-  const ccNcclNet_v8_t& n = net(*c->slot);
+  const typename V::Net& n = net<V>(*c->slot);
   Header& in = c->headers[kRequests];
   for (;;) {
     if (!c->headerInValid) {
       if (c->headerInReq == nullptr) {
         void* buf = &in;
-        int size = sizeof(Header);
+        typename V::Size size = sizeof(Header);
         int tag = kWireTag;
         void* mh = c->headersMr;
         void* q = nullptr;
@@ -263,7 +287,7 @@ Status progressRecv(Comm* c) {
       if (size != static_cast<int>(sizeof(Header))) {
         c->failed = true;
         return CC_ERROR(Status::kRemoteError,
-                        "net plugin %s (NCCL v8): a message header of %d bytes arrived instead of %zu (the peer is "
+                        "net plugin %s (NCCL): a message header of %d bytes arrived instead of %zu (the peer is "
                         "not collcomm's adapter, or the plugin broke message order)",
                         nameOf(*c->slot), size, sizeof(Header));
       }
@@ -276,7 +300,7 @@ Status progressRecv(Comm* c) {
     if (in.size > m->size) {
       c->failed = true;
       return CC_ERROR(Status::kInternalError,
-                      "net plugin %s (NCCL v8): a message of %llu bytes arrived for a receive of %zu bytes (tag %u)",
+                      "net plugin %s (NCCL): a message of %llu bytes arrived for a receive of %zu bytes (tag %u)",
                       nameOf(*c->slot), static_cast<unsigned long long>(in.size), m->size, in.tag);
     }
     m->arrived = in.size;
@@ -286,9 +310,9 @@ Status progressRecv(Comm* c) {
       continue;
     }
     void* mh = nullptr;
-    CC_CHECK(mrFor(c, m->data, m->size, m->mhandle, &mh));
+    CC_CHECK(mrFor<V>(c, m->data, m->size, m->mhandle, &mh));
     void* buf = m->data;
-    int size = static_cast<int>(in.size);
+    typename V::Size size = static_cast<typename V::Size>(in.size);
     int tag = kWireTag;
     void* q = nullptr;
     CC_NCCL_COMM_CALL(c, "irecv", n.irecv(c->plugin, 1, &buf, &size, &tag, &mh, &q));
@@ -306,18 +330,20 @@ Request* freeRequest(Comm* c) {
 }
 
 // Tests a plugin request; *req becomes null once it is done.
+template <class V>
 Status testPlugin(Comm* c, void** req, int* size) {
   if (*req == nullptr) return kOk;
   int done = 0;
-  CC_NCCL_COMM_CALL(c, "test", net(*c->slot).test(*req, &done, size));
+  CC_NCCL_COMM_CALL(c, "test", net<V>(*c->slot).test(*req, &done, size));
   if (done) *req = nullptr;
   return kOk;
 }
 
+template <class V>
 Status closeComm(void* comm) {
   auto* c = static_cast<Comm*>(comm);
   if (c == nullptr) return kOk;
-  const ccNcclNet_v8_t& n = net(*c->slot);
+  const typename V::Net& n = net<V>(*c->slot);
   for (const AutoMr& m : c->autoMrs) (void)n.deregMr(c->plugin, m.mhandle);
   if (c->headersMr != nullptr) (void)n.deregMr(c->plugin, c->headersMr);
   const int rc = c->isSend ? n.closeSend(c->plugin) : n.closeRecv(c->plugin);
@@ -327,7 +353,8 @@ Status closeComm(void* comm) {
   return kOk;
 }
 
-void toInternal(const ccNcclNetProperties_v8_t& p, NetProperties* out) {
+template <class Props>
+void toInternalCommon(const Props& p, NetProperties* out) {
   memset(out, 0, sizeof(*out));
   snprintf(out->name, sizeof(out->name), "%s", p.name != nullptr ? p.name : "");
   snprintf(out->address, sizeof(out->address), "%s", p.pciPath != nullptr ? p.pciPath : "");
@@ -336,70 +363,75 @@ void toInternal(const ccNcclNetProperties_v8_t& p, NetProperties* out) {
   out->latencyUs = p.latency;
   out->maxComms = p.maxComms;
   out->maxRecvs = 1;               // grouped receives are not mapped
-  out->maxMessageBytes = INT_MAX;  // sizes are ints
+  out->maxMessageBytes = INT_MAX;  // test reports sizes as ints
   out->supportsDeviceMemory = (p.ptrSupport & CC_NCCL_PTR_CUDA) != 0;
 }
+void toInternal(const ccNcclNetProperties_v8_t& p, NetProperties* out) { toInternalCommon(p, out); }
+void toInternal(const ccNcclNetProperties_v9_t& p, NetProperties* out) {
+  toInternalCommon(p, out);
+  if (p.maxP2pBytes != 0 && p.maxP2pBytes < out->maxMessageBytes) out->maxMessageBytes = p.maxP2pBytes;
+}
 
-template <int S>
+template <class V, int S>
 struct NcclOps {
   static const NetPluginSlot& s() { return netPluginSlot(S); }
   static const NetOpsV1 kOps;
 };
 
-template <int S>
-const NetOpsV1 NcclOps<S>::kOps = {
+template <class V, int S>
+const NetOpsV1 NcclOps<V, S>::kOps = {
     .name = "Plugin",
     .version = kNetInterfaceVersion,
-    .init = []() { return netPluginInitOnce(netPluginSlot(S), runInit); },
+    .init = []() { return netPluginInitOnce(netPluginSlot(S), runInit<V>); },
     .devices =
         [](int* count) {
-          CC_NCCL_CALL(s(), "devices", net(s()).devices(count));
+          CC_NCCL_CALL(s(), "devices", net<V>(s()).devices(count));
           return kOk;
         },
     .getProperties =
         [](int dev, NetProperties* props) {
-          ccNcclNetProperties_v8_t p{};
-          CC_NCCL_CALL(s(), "getProperties", net(s()).getProperties(dev, &p));
+          typename V::Props p{};
+          CC_NCCL_CALL(s(), "getProperties", net<V>(s()).getProperties(dev, &p));
           toInternal(p, props);
           return kOk;
         },
     .listen =
         [](int dev, const NetSecret&, void* handle, void** listenComm) {
           warnNoSecretOnce(s());
-          CC_NCCL_CALL(s(), "listen", net(s()).listen(dev, handle, listenComm));
+          CC_NCCL_CALL(s(), "listen", net<V>(s()).listen(dev, handle, listenComm));
           return kOk;
         },
     .connect =
         [](int dev, const NetSecret&, void* handle, void** sendComm) {
           warnNoSecretOnce(s());
           void* plugin = nullptr;
-          ccNcclNetDeviceHandle_v8_t* offload = nullptr;
-          CC_NCCL_CALL(s(), "connect", net(s()).connect(dev, handle, &plugin, &offload));
+          typename V::DevHandle* offload = nullptr;
+          CC_NCCL_CALL(s(), "connect", net<V>(s()).connect(dev, handle, &plugin, &offload));
           *sendComm = nullptr;
           if (plugin == nullptr) return kOk;
-          return wrap(s(), true, plugin, sendComm);
+          return wrap<V>(s(), true, plugin, sendComm);
         },
     // NCCL plugins have no way to give up a handshake: its state stays with the plugin.
     .abandonConnect = [](void*) {},
     .accept =
         [](void* listenComm, void** recvComm) {
           void* plugin = nullptr;
-          ccNcclNetDeviceHandle_v8_t* offload = nullptr;
-          CC_NCCL_CALL(s(), "accept", net(s()).accept(listenComm, &plugin, &offload));
+          typename V::DevHandle* offload = nullptr;
+          CC_NCCL_CALL(s(), "accept", net<V>(s()).accept(listenComm, &plugin, &offload));
           *recvComm = nullptr;
           if (plugin == nullptr) return kOk;
-          return wrap(s(), false, plugin, recvComm);
+          return wrap<V>(s(), false, plugin, recvComm);
         },
     .regMr =
         [](void* comm, void* data, size_t size, NetMemType type, void** mhandle) {
           auto* c = static_cast<Comm*>(comm);
           const int t = type == NetMemType::kDevice ? CC_NCCL_PTR_CUDA : CC_NCCL_PTR_HOST;
-          CC_NCCL_CALL(s(), "regMr", net(s()).regMr(c->plugin, data, size, t, mhandle));
+          CC_NCCL_CALL(s(), "regMr", net<V>(s()).regMr(c->plugin, data, size, t, mhandle));
           return kOk;
         },
     .deregMr =
         [](void* comm, void* mhandle) {
-          CC_NCCL_CALL(s(), "deregMr", net(s()).deregMr(static_cast<Comm*>(comm)->plugin, mhandle));
+          CC_NCCL_CALL(s(), "deregMr", net<V>(s()).deregMr(static_cast<Comm*>(comm)->plugin, mhandle));
           return kOk;
         },
     .isend =
@@ -408,7 +440,7 @@ const NetOpsV1 NcclOps<S>::kOps = {
           *request = nullptr;
           if (c->failed) return brokenComm(c);
           if (size > static_cast<size_t>(INT_MAX))
-            return CC_ERROR(Status::kInternalError, "net plugin %s (NCCL v8): a message of %zu bytes is over 2 GiB",
+            return CC_ERROR(Status::kInternalError, "net plugin %s (NCCL): a message of %zu bytes is over 2 GiB",
                             nameOf(s()), size);
           Request* r = freeRequest(c);
           if (r == nullptr) return kOk;
@@ -423,7 +455,7 @@ const NetOpsV1 NcclOps<S>::kOps = {
           c->headers[i] = Header{tag, 0, size};
           c->order[c->orderTail++ % kRequests] = i;
           *request = r;
-          return progressSend(c);
+          return progressSend<V>(c);
         },
     .irecv =
         [](void* recvComm, int n, void** data, const size_t* sizes, const uint32_t* tags, void** mhandles,
@@ -432,7 +464,7 @@ const NetOpsV1 NcclOps<S>::kOps = {
           *request = nullptr;
           if (c->failed) return brokenComm(c);
           if (n != 1)
-            return CC_ERROR(Status::kInternalError, "net plugin %s (NCCL v8): grouped receives (n = %d) are not mapped",
+            return CC_ERROR(Status::kInternalError, "net plugin %s (NCCL): grouped receives (n = %d) are not mapped",
                             nameOf(s()), n);
           Request* r = freeRequest(c);
           if (r == nullptr) return kOk;
@@ -445,7 +477,7 @@ const NetOpsV1 NcclOps<S>::kOps = {
           r->tag = tags[0];
           r->mhandle = mhandles != nullptr ? mhandles[0] : nullptr;
           *request = r;
-          return progressRecv(c);
+          return progressRecv<V>(c);
         },
     .test =
         [](void* request, bool* done, size_t* sizes) {
@@ -454,16 +486,16 @@ const NetOpsV1 NcclOps<S>::kOps = {
           *done = false;
           if (c->failed) return brokenComm(c);
           if (c->isSend) {
-            CC_CHECK(progressSend(c));
-            CC_CHECK(testPlugin(c, &r->headerReq, nullptr));
-            if (r->stage == 2) CC_CHECK(testPlugin(c, &r->payloadReq, nullptr));
+            CC_CHECK(progressSend<V>(c));
+            CC_CHECK(testPlugin<V>(c, &r->headerReq, nullptr));
+            if (r->stage == 2) CC_CHECK(testPlugin<V>(c, &r->payloadReq, nullptr));
             if (r->stage != 2 || r->headerReq != nullptr || r->payloadReq != nullptr) return kOk;
             if (sizes != nullptr) sizes[0] = r->size;
           } else {
-            CC_CHECK(progressRecv(c));
+            CC_CHECK(progressRecv<V>(c));
             if (r->stage == 1) {
               int got = 0;
-              CC_CHECK(testPlugin(c, &r->payloadReq, &got));
+              CC_CHECK(testPlugin<V>(c, &r->payloadReq, &got));
               if (r->payloadReq == nullptr) r->stage = 2;
             }
             if (r->stage != 2) return kOk;
@@ -476,17 +508,24 @@ const NetOpsV1 NcclOps<S>::kOps = {
     .farewell = nullptr,
     .peerFarewell = nullptr,
     .wholeSegmentBytes = nullptr,
-    .closeSend = closeComm,
-    .closeRecv = closeComm,
+    .closeSend = closeComm<V>,
+    .closeRecv = closeComm<V>,
     .closeListen =
         [](void* listenComm) {
-          CC_NCCL_CALL(s(), "closeListen", net(s()).closeListen(listenComm));
+          CC_NCCL_CALL(s(), "closeListen", net<V>(s()).closeListen(listenComm));
           return kOk;
         },
 };
 
+template <int S>
+using NcclOpsV8 = NcclOps<V8, S>;
+template <int S>
+using NcclOpsV9 = NcclOps<V9, S>;
+
 }  // namespace
 
-const NetOpsV1& ncclNetAdapter(int index) { return netPluginOpsOf<NcclOps>(index); }
+const NetOpsV1& ncclNetAdapter(int index) {
+  return netPluginSlot(index).ncclVersion == 9 ? netPluginOpsOf<NcclOpsV9>(index) : netPluginOpsOf<NcclOpsV8>(index);
+}
 
 }  // namespace collcomm::detail

@@ -24,7 +24,7 @@ struct SweepParam {
   bool streamAll = false;      // COLLCOMM_STREAM_THRESHOLD=0: every result by streaming stores
   const char* ringOrder = "";  // COLLCOMM_RING_ORDER, "" for the default (plan/rings.h)
   bool ofi = false;            // with net: COLLCOMM_NET=ofi over libfabric's tcp provider
-  const char* plugin = "";     // with net: COLLCOMM_NET_PLUGIN (support/net_plugins.h: socket, ofi, nccl)
+  const char* plugin = "";     // with net: COLLCOMM_NET_PLUGIN (support/net_plugins.h: socket, ofi, nccl, nccl9)
 };
 
 class ThreadSweep : public ::testing::TestWithParam<SweepParam> {};
@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
                                            SweepParam{3, "", false, true, "OneShot", false, "", true},
                                            // NET over net plugins (COLLCOMM_NET_PLUGIN): the in-tree
                                            // socket and OFI backends built as plugins of the public
-                                           // ABI, and our NCCL v8 layout plugin.
+                                           // ABI, and our NCCL layout plugin (v8, v9).
                                            SweepParam{2, "", false, true, "", false, "", false, "socket"},
                                            SweepParam{3, "LL", false, true, "", false, "", false, "socket"},
                                            SweepParam{4, "Simple", false, true, "", false, "", false, "socket"},
@@ -130,7 +130,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
                                            SweepParam{2, "", false, true, "", false, "", false, "nccl"},
                                            SweepParam{3, "LL", false, true, "", false, "", false, "nccl"},
                                            SweepParam{4, "Simple", false, true, "", false, "", false, "nccl"},
-                                           SweepParam{3, "", false, true, "OneShot", false, "", false, "nccl"}),
+                                           SweepParam{3, "", false, true, "OneShot", false, "", false, "nccl"},
+                                           SweepParam{2, "", false, true, "", false, "", false, "nccl9"},
+                                           SweepParam{3, "LL", false, true, "", false, "", false, "nccl9"}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +

@@ -78,11 +78,11 @@ std::vector<BadCase> badCases() {
       {"NoSymbol",
        kTestPlugins + "libcc-test-bad-no-symbol.so",
        Status::kInvalidUsage,
-       {"exports neither ccNetPlugin_v1 nor ncclNetPlugin_v8", "is it a net plugin?"}},
+       {"exports none of ccNetPlugin_v1, ncclNetPlugin_v9 and ncclNetPlugin_v8", "is it a net plugin?"}},
       {"OtherNcclVersion",
-       kTestPlugins + "libcc-test-bad-nccl-v9.so",
+       kTestPlugins + "libcc-test-bad-nccl-v10.so",
        Status::kInvalidUsage,
-       {"it has ncclNetPlugin_v9", "NCCL versions this collcomm does not load"}},
+       {"it has ncclNetPlugin_v10", "NCCL versions this collcomm does not load"}},
       {"WrongVersion",
        kTestPlugins + "libcc-test-bad-version.so",
        Status::kInvalidUsage,
@@ -340,7 +340,7 @@ TEST_P(NetPluginRuns, ManyMessagesInFlightKeepTheirOrder) {
   EXPECT_EQ(memcmp(src.data(), dst.data(), src.size()), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Plugins, NetPluginRuns, ::testing::Values("socket", "ofi", "nccl"),
+INSTANTIATE_TEST_SUITE_P(Plugins, NetPluginRuns, ::testing::Values("socket", "ofi", "nccl", "nccl9"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
