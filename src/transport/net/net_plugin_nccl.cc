@@ -339,6 +339,20 @@ Status testPlugin(Comm* c, void** req, int* size) {
   return kOk;
 }
 
+// Tests the plugin requests of `r` itself: true once all its parts are done. A plugin error fails
+// the connection (and makes this false).
+template <class V>
+bool ownDone(Request* r) {
+  Comm* c = r->comm;
+  if (r->headerReq != nullptr && !isOk(testPlugin<V>(c, &r->headerReq, nullptr))) return false;
+  if (r->payloadReq != nullptr) {
+    int got = 0;
+    if (!isOk(testPlugin<V>(c, &r->payloadReq, &got))) return false;
+  }
+  if (!c->isSend && r->stage == 1 && r->payloadReq == nullptr) r->stage = 2;
+  return r->stage == 2 && r->headerReq == nullptr && r->payloadReq == nullptr;
+}
+
 template <class V>
 Status closeComm(void* comm) {
   auto* c = static_cast<Comm*>(comm);
@@ -479,28 +493,20 @@ const NetOpsV1 NcclOps<V, S>::kOps = {
           *request = r;
           return progressRecv<V>(c);
         },
+    // A request that completed before its connection broke still reports done (the transport
+    // harvests those before it fails the connection): its own plugin requests are tested first,
+    // and the connection's failure fails only a request that has not completed.
     .test =
         [](void* request, bool* done, size_t* sizes) {
           auto* r = static_cast<Request*>(request);
           Comm* c = r->comm;
           *done = false;
-          if (c->failed) return brokenComm(c);
-          if (c->isSend) {
-            CC_CHECK(progressSend<V>(c));
-            CC_CHECK(testPlugin<V>(c, &r->headerReq, nullptr));
-            if (r->stage == 2) CC_CHECK(testPlugin<V>(c, &r->payloadReq, nullptr));
-            if (r->stage != 2 || r->headerReq != nullptr || r->payloadReq != nullptr) return kOk;
-            if (sizes != nullptr) sizes[0] = r->size;
-          } else {
-            CC_CHECK(progressRecv<V>(c));
-            if (r->stage == 1) {
-              int got = 0;
-              CC_CHECK(testPlugin<V>(c, &r->payloadReq, &got));
-              if (r->payloadReq == nullptr) r->stage = 2;
-            }
-            if (r->stage != 2) return kOk;
-            if (sizes != nullptr) sizes[0] = r->arrived;
+          if (!ownDone<V>(r)) {
+            if (c->failed) return brokenComm(c);
+            CC_CHECK(c->isSend ? progressSend<V>(c) : progressRecv<V>(c));
+            if (!ownDone<V>(r)) return r->comm->failed ? brokenComm(c) : kOk;
           }
+          if (sizes != nullptr) sizes[0] = c->isSend ? r->size : r->arrived;
           r->used = false;
           *done = true;
           return kOk;
