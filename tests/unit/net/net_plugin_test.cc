@@ -53,15 +53,13 @@ struct BadCase {
   std::vector<std::string> fragments;
 };
 
-// A file that exists but is no shared library.
-std::string notALibrary() {
-  const std::string path = kTestPlugins + "not-a-library.so";
-  FILE* f = fopen(path.c_str(), "w");
-  if (f != nullptr) {
-    fputs("this is a text file, not an ELF shared object\n", f);
-    fclose(f);
-  }
-  return path;
+// A file that exists but is no shared library (written by the test that uses it).
+const std::string kNotALibrary = kTestPlugins + "not-a-library.so";
+void writeNotALibrary() {
+  FILE* f = fopen(kNotALibrary.c_str(), "w");
+  ASSERT_NE(f, nullptr) << kNotALibrary;
+  fputs("this is a text file, not an ELF shared object\n", f);
+  fclose(f);
 }
 
 std::vector<BadCase> badCases() {
@@ -74,7 +72,7 @@ std::vector<BadCase> badCases() {
        "nothing-such",
        Status::kInvalidUsage,
        {"COLLCOMM_NET_PLUGIN=nothing-such", "no library libcollcomm-net-nothing-such.so was found", "LD_LIBRARY_PATH"}},
-      {"NotALibrary", notALibrary(), Status::kInvalidUsage, {"not-a-library.so", "is not a shared library"}},
+      {"NotALibrary", kNotALibrary, Status::kInvalidUsage, {"not-a-library.so", "is not a shared library"}},
       {"NoSymbol",
        kTestPlugins + "libcc-test-bad-no-symbol.so",
        Status::kInvalidUsage,
@@ -99,6 +97,7 @@ class NetPluginBad : public test::NetOnlyTest, public ::testing::WithParamInterf
 TEST_P(NetPluginBad, RefusedWithASentenceByInitAndByCommunicatorCreation) {
   test::Watchdog dog(60, "net plugin refused");
   const BadCase c = badCases()[GetParam()];
+  if (c.setting == kNotALibrary) writeNotALibrary();
   PluginSetting setting(c.setting);
   clearThreadLastError();
   EXPECT_EQ(selectedNet().init(), c.code);
