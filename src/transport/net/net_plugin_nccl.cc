@@ -26,6 +26,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/log.h"
@@ -145,9 +146,21 @@ Status codeOf(int r) {
   }
 }
 
+// A connection's failure that the peer caused (ccRemoteError: it closed, which is how ranks leave)
+// is recorded for ccGetLastError but logged at INFO only (net.h, Departures); the transport,
+// which knows the peer's rank, reports it where it matters.
+Status remoteFailure(const std::string& sentence) {
+  CC_INFO(kSubsysNet, "%s", sentence.c_str());
+  setThreadLastError(sentence);
+  return Status::kRemoteError;
+}
+
 Status pluginFailed(const NetPluginSlot& s, int r, const char* what) {
   const std::string why = tLastWarning[0] != '\0' ? std::string(": ") + tLastWarning : std::string();
   tLastWarning[0] = '\0';
+  if (r == ccRemoteError)
+    return remoteFailure("net plugin " + s.name + " (NCCL v" + std::to_string(s.ncclVersion) + "): " + what +
+                         " failed: the connection to the peer broke" + why);
   return CC_ERROR(codeOf(r), "net plugin %s (NCCL v%d): %s failed (result %d)%s", nameOf(s), s.ncclVersion, what, r,
                   why.c_str());
 }
@@ -169,7 +182,7 @@ Status pluginFailed(const NetPluginSlot& s, int r, const char* what) {
   } while (0)
 
 Status brokenComm(const Comm* c) {
-  return CC_ERROR(Status::kRemoteError, "net plugin %s (NCCL): the connection failed earlier", nameOf(*c->slot));
+  return remoteFailure("net plugin " + c->slot->name + " (NCCL): the connection failed earlier");
 }
 
 template <class V>
