@@ -283,6 +283,46 @@ TEST_P(NetPluginRuns, ReceivesMatchTheirTagWhateverTheOrderOfPosting) {
   for (int i = 1; i < kMessages; ++i) EXPECT_EQ(got[i], 1000 * rtags[i] + static_cast<uint32_t>(i)) << "receive " << i;
 }
 
+// The secret crosses the ABI: a connection presenting another one is dropped by accept, and the
+// comm accepted next is the right peer's (its message arrives on it).
+TEST_P(NetPluginRuns, WrongSecretIsDroppedAndTheRightPeerConnects) {
+  if (std::string(GetParam()).rfind("nccl", 0) == 0) GTEST_SKIP() << "NCCL plugins carry no secret (docs/net.md)";
+  test::Watchdog dog(60, "net plugin secret");
+  Pair p;
+  p.n = net_;
+  ASSERT_EQ(net_->listen(0, kSecret, p.handle, &p.listen), kOk) << threadLastError();
+  unsigned char intruderHandle[kNetHandleBytes];
+  memcpy(intruderHandle, p.handle, sizeof(intruderHandle));
+  const NetSecret wrong{{0x1234, 0x5679}};
+  void* intruder = nullptr;
+  auto until = Clock::now() + std::chrono::seconds(10);
+  while (intruder == nullptr && Clock::now() < until) {
+    ASSERT_EQ(net_->connect(0, wrong, intruderHandle, &intruder), kOk) << threadLastError();
+    ASSERT_EQ(net_->accept(p.listen, &p.recv), kOk) << threadLastError();
+    ASSERT_EQ(p.recv, nullptr) << "a connection with the wrong secret was accepted";
+  }
+  ASSERT_NE(intruder, nullptr);
+  until = Clock::now() + std::chrono::seconds(10);
+  while ((p.send == nullptr || p.recv == nullptr) && Clock::now() < until) {
+    if (p.send == nullptr) ASSERT_EQ(net_->connect(0, kSecret, p.handle, &p.send), kOk) << threadLastError();
+    if (p.recv == nullptr) ASSERT_EQ(net_->accept(p.listen, &p.recv), kOk) << threadLastError();
+  }
+  ASSERT_NE(p.send, nullptr);
+  ASSERT_NE(p.recv, nullptr);
+  const uint32_t sent = 0xc0ffee;
+  uint32_t got = 0;
+  void* buf = &got;
+  const size_t cap = sizeof(got);
+  const uint32_t tag = 9;
+  void* rreq = post([&](void** r) { return net_->irecv(p.recv, 1, &buf, &cap, &tag, nullptr, r); });
+  void* sreq = post([&](void** r) { return net_->isend(p.send, &sent, sizeof(sent), tag, nullptr, r); });
+  ASSERT_NE(rreq, nullptr) << threadLastError();
+  ASSERT_NE(sreq, nullptr) << threadLastError();
+  ASSERT_TRUE(waitAll({sreq, rreq})) << "the accepted comm is not the right peer's: " << threadLastError();
+  EXPECT_EQ(got, sent);
+  (void)net_->closeSend(intruder);
+}
+
 TEST_P(NetPluginRuns, ManyMessagesInFlightKeepTheirOrder) {
   test::Watchdog dog(60, "net plugin order");
   Pair p;
