@@ -304,8 +304,12 @@ TEST_P(NetPluginRuns, WrongSecretIsDroppedAndTheRightPeerConnects) {
   ASSERT_NE(intruder, nullptr);
   until = Clock::now() + std::chrono::seconds(10);
   while ((p.send == nullptr || p.recv == nullptr) && Clock::now() < until) {
-    if (p.send == nullptr) ASSERT_EQ(net_->connect(0, kSecret, p.handle, &p.send), kOk) << threadLastError();
-    if (p.recv == nullptr) ASSERT_EQ(net_->accept(p.listen, &p.recv), kOk) << threadLastError();
+    if (p.send == nullptr) {
+      ASSERT_EQ(net_->connect(0, kSecret, p.handle, &p.send), kOk) << threadLastError();
+    }
+    if (p.recv == nullptr) {
+      ASSERT_EQ(net_->accept(p.listen, &p.recv), kOk) << threadLastError();
+    }
   }
   ASSERT_NE(p.send, nullptr);
   ASSERT_NE(p.recv, nullptr);
