@@ -39,6 +39,7 @@
   X(NsocksPerthread, INT, "COLLCOMM_NSOCKS_PERTHREAD", "-1", "data sockets per helper thread of a NET socket connection; -1: by link speed") \
   X(RingOrder,      STR, "COLLCOMM_RING_ORDER",     "hosts", "order of the ranks on each channel's ring: hosts (ranks of one host contiguous, hosts by lowest rank), identity (rank order) or reverse (hosts, backwards; for tests)") \
   X(Net,            STR, "COLLCOMM_NET",            "socket", "backend of the NET transport: socket (TCP sockets) or ofi (libfabric, loaded at run time; see docs/net.md)") \
+  X(NetPlugin,      STR, "COLLCOMM_NET_PLUGIN",     "",     "net plugin library used by the NET transport instead of COLLCOMM_NET: a path, a file name (dlopen's search, then libcollcomm's folder) or a short name <n> for libcollcomm-net-<n>.so; collcomm (ccNetPlugin_v1) or NCCL v9/v8 (ncclNetPlugin_v9/_v8) plugins; see docs/net.md") \
   X(OfiProvider,    STR, "COLLCOMM_OFI_PROVIDER",   "",     "libfabric provider of COLLCOMM_NET=ofi (tcp, shm, verbs, efa, ...; as fi_info names them); unset: the best reliable one found") \
   X(Hostid,         STR, "COLLCOMM_HOSTID",         "",     "host identity replacing hostname+boot id in the same-host test (containers, network namespaces, tests)") \
   X(IdFile,         STR, "COLLCOMM_ID_FILE",        "",     "read by libcollcomm_launch only: the file where rank 0 of a launched job publishes its id (default: under /tmp, named after the job)")

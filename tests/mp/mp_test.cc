@@ -31,6 +31,7 @@
 #include "collcomm.h"
 #include "support/ipv6_loopback.h"
 #include "support/plan_rings.h"
+#include "support/net_plugins.h"
 #include "support/ofi_provider.h"
 
 extern char** environ;
@@ -273,6 +274,7 @@ struct SweepParam {
   bool streamSteps = false;  // COLLCOMM_STEP_STREAM=always: every large step through memory
   const char* ringOrder = "";  // COLLCOMM_RING_ORDER, "" for the default (plan/rings.h)
   const char* ofi = "";      // with net: COLLCOMM_NET=ofi over this libfabric provider
+  const char* plugin = "";   // with net: COLLCOMM_NET_PLUGIN (support/net_plugins.h: socket, ofi, nccl, nccl9)
 };
 
 void PrintTo(const SweepParam& p, std::ostream* os) {
@@ -280,7 +282,8 @@ void PrintTo(const SweepParam& p, std::ostream* os) {
       << ", COLLCOMM_ALGO=\"" << p.algo << "\"" << (p.cmaOff ? ", COLLCOMM_CMA_DISABLE=1" : "")
       << (p.streamSteps ? ", COLLCOMM_STEP_STREAM=always" : "")
       << (p.ringOrder[0] ? std::string(", COLLCOMM_RING_ORDER=") + p.ringOrder : "")
-      << (p.ofi[0] ? std::string(", COLLCOMM_NET=ofi COLLCOMM_OFI_PROVIDER=") + p.ofi : "");
+      << (p.ofi[0] ? std::string(", COLLCOMM_NET=ofi COLLCOMM_OFI_PROVIDER=") + p.ofi : "")
+      << (p.plugin[0] ? std::string(", COLLCOMM_NET_PLUGIN=") + testNetPlugin(p.plugin) : "");
 }
 
 class ProcessSweep : public ::testing::TestWithParam<SweepParam> {};
@@ -293,6 +296,7 @@ TEST_P(ProcessSweep, EveryCollectiveExact) {
     env.push_back("COLLCOMM_NET=ofi");
     env.push_back(std::string("COLLCOMM_OFI_PROVIDER=") + p.ofi);
   }
+  if (p.plugin[0]) env.push_back("COLLCOMM_NET_PLUGIN=" + testNetPlugin(p.plugin));
   if (p.proto[0] != '\0') env.push_back(std::string("COLLCOMM_PROTO=") + p.proto);
   if (p.net) env.push_back("COLLCOMM_SHM_DISABLE=1");
   if (p.algo[0] != '\0') env.push_back(std::string("COLLCOMM_ALGO=") + p.algo);
@@ -332,7 +336,16 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                                            SweepParam{2, "LL", true, "", false, false, "", "tcp"},
                                            SweepParam{2, "Simple", true, "", false, false, "", "tcp"},
                                            SweepParam{2, "", true, "", false, false, "", "shm"},
-                                           SweepParam{3, "", true, "", false, false, "", "shm"}),
+                                           SweepParam{3, "", true, "", false, false, "", "shm"},
+                                           // NET over net plugins (COLLCOMM_NET_PLUGIN): the in-tree
+                                           // backends as plugins of the public ABI, and our NCCL v8
+                                           // layout plugin (v8, v9).
+                                           SweepParam{3, "", true, "", false, false, "", "", "socket"},
+                                           SweepParam{2, "", true, "", false, false, "", "tcp", "ofi"},
+                                           SweepParam{2, "", true, "", false, false, "", "", "nccl"},
+                                           SweepParam{3, "", true, "", false, false, "", "", "nccl"},
+                                           SweepParam{2, "LL", true, "", false, false, "", "", "nccl"},
+                                           SweepParam{3, "", true, "", false, false, "", "", "nccl9"}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
@@ -340,7 +353,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ProcessSweep,
                                   (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
                                   (info.param.cmaOff ? "_nocma" : "") + (info.param.streamSteps ? "_streamsteps" : "") +
                                   (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "") +
-                                  (info.param.ofi[0] ? std::string("_ofi_") + info.param.ofi : std::string(""));
+                                  (info.param.ofi[0] ? std::string("_ofi_") + info.param.ofi : std::string("")) +
+                                  (info.param.plugin[0] ? std::string("_plugin_") + info.param.plugin : "");
                          });
 
 // Direct between processes really reads with process_vm_readv where the kernel allows it, and
@@ -576,7 +590,8 @@ constexpr int kExitNamedAnotherRank = 3;
 // allreduce, must fail fast with ccRemoteError/ccTimeout and abort promptly. strictNames: every
 // survivor's ccGetLastError names the dead rank and its host; otherwise a survivor may name the
 // peer that left the operation because of it, as long as one survivor names the dead rank.
-void runDieJob(const char* scenario, bool strictNames, bool net = false, bool ofi = false, const char* algo = "") {
+void runDieJob(const char* scenario, bool strictNames, bool net = false, bool ofi = false, const char* algo = "",
+               const char* plugin = "") {
   const int nranks = 3;
   // COLLCOMM_TIMEOUT is small so that a regression fails instead of hanging; a dead process on
   // this host is noticed through /proc within ~100 ms anyway (over NET: its sockets close).
@@ -590,6 +605,7 @@ void runDieJob(const char* scenario, bool strictNames, bool net = false, bool of
     env.push_back("COLLCOMM_NET=ofi");
     env.push_back("COLLCOMM_OFI_PROVIDER=tcp");
   }
+  if (plugin[0] != '\0') env.push_back("COLLCOMM_NET_PLUGIN=" + testNetPlugin(plugin));
   WorkerJob job(scenario, nranks, env, 60);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string err = job.run();
@@ -641,6 +657,15 @@ TEST(ProcessFailure, RankDyingMidTreeAllReduceFailsPeersFast) { runDieJob("die-m
 TEST(ProcessFailure, RankDyingMidTreeAllReduceOverNetFailsPeersFast) {
   runDieJob("die-mid", false, true, false, "Tree");
 }
+// The same over net plugins (COLLCOMM_NET_PLUGIN): the socket backend as a plugin of the public ABI,
+// and our NCCL v8 layout plugin (its sockets close with the dead process; no farewell is mapped).
+TEST(ProcessFailure, RankDyingMidAllReduceOverSocketPluginFailsPeersFast) {
+  runDieJob("die-mid", false, true, false, "", "socket");
+}
+TEST(ProcessFailure, RankDyingMidAllReduceOverNcclPluginFailsPeersFast) {
+  runDieJob("die-mid", false, true, false, "", "nccl");
+}
+TEST(ProcessFailure, DeadRankOverNcclPluginFailsPeersFast) { runDieJob("die", false, true, false, "", "nccl"); }
 
 // ---- many ranks (issue 22) ----
 
@@ -892,6 +917,10 @@ TEST(ProcessNetns, DISABLED_TreeLatencyEightHosts) { treeLatency(8); }
 TEST(ProcessNetns, SweepAcrossHostsOverOfi) {
   CC_REQUIRE_OFI_PROVIDER("tcp");
   sweepAcrossHosts({"COLLCOMM_NET=ofi", "COLLCOMM_OFI_PROVIDER=tcp"}, 90);
+}
+// The same over the socket backend built as a plugin of the public ABI (COLLCOMM_NET_PLUGIN).
+TEST(ProcessNetns, SweepAcrossHostsOverSocketPlugin) {
+  sweepAcrossHosts({"COLLCOMM_NET_PLUGIN=" + testNetPlugin("socket")}, 60);
 }
 
 // A host's link goes down in the middle of large allreduces: every rank returns ccRemoteError or

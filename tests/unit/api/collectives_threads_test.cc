@@ -7,6 +7,7 @@
 
 #include "support/coll_check.h"
 #include "support/plan_rings.h"
+#include "support/net_plugins.h"
 #include "support/ofi_provider.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
@@ -23,6 +24,7 @@ struct SweepParam {
   bool streamAll = false;      // COLLCOMM_STREAM_THRESHOLD=0: every result by streaming stores
   const char* ringOrder = "";  // COLLCOMM_RING_ORDER, "" for the default (plan/rings.h)
   bool ofi = false;            // with net: COLLCOMM_NET=ofi over libfabric's tcp provider
+  const char* plugin = "";     // with net: COLLCOMM_NET_PLUGIN (support/net_plugins.h: socket, ofi, nccl, nccl9)
 };
 
 class ThreadSweep : public ::testing::TestWithParam<SweepParam> {};
@@ -31,6 +33,7 @@ TEST_P(ThreadSweep, EveryCollectiveExact) {
   const SweepParam p = GetParam();
   if (p.ofi) CC_REQUIRE_OFI_PROVIDER("tcp");
   Watchdog dog(300, "thread sweep");
+  if (p.plugin[0] != '\0') setenv("COLLCOMM_NET_PLUGIN", testNetPlugin(p.plugin).c_str(), 1);
   if (p.ofi) {
     setenv("COLLCOMM_NET", "ofi", 1);
     setenv("COLLCOMM_OFI_PROVIDER", "tcp", 1);
@@ -51,6 +54,7 @@ TEST_P(ThreadSweep, EveryCollectiveExact) {
   unsetenv("COLLCOMM_STREAM_THRESHOLD");
   unsetenv("COLLCOMM_NET");
   unsetenv("COLLCOMM_OFI_PROVIDER");
+  unsetenv("COLLCOMM_NET_PLUGIN");
   ASSERT_EQ(ranks.initResult(), ccSuccess) << ccGetLastError(nullptr);
   const auto cases = conformanceCases(p.nranks, p.proto[0] == '\0' && p.nranks <= 4);
   ranks.run([&](int rank, ccComm_t comm) {
@@ -134,12 +138,26 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ThreadSweep,
                                            SweepParam{2, "", false, true, "", false, "", true},
                                            SweepParam{3, "LL", false, true, "", false, "", true},
                                            SweepParam{4, "Simple", false, true, "", false, "", true},
-                                           SweepParam{3, "", false, true, "OneShot", false, "", true}),
+                                           SweepParam{3, "", false, true, "OneShot", false, "", true},
+                                           // NET over net plugins (COLLCOMM_NET_PLUGIN): the in-tree
+                                           // socket and OFI backends built as plugins of the public
+                                           // ABI, and our NCCL layout plugin (v8, v9).
+                                           SweepParam{2, "", false, true, "", false, "", false, "socket"},
+                                           SweepParam{3, "LL", false, true, "", false, "", false, "socket"},
+                                           SweepParam{4, "Simple", false, true, "", false, "", false, "socket"},
+                                           SweepParam{3, "", false, true, "", false, "", true, "ofi"},
+                                           SweepParam{2, "", false, true, "", false, "", false, "nccl"},
+                                           SweepParam{3, "LL", false, true, "", false, "", false, "nccl"},
+                                           SweepParam{4, "Simple", false, true, "", false, "", false, "nccl"},
+                                           SweepParam{3, "", false, true, "OneShot", false, "", false, "nccl"},
+                                           SweepParam{2, "", false, true, "", false, "", false, "nccl9"},
+                                           SweepParam{3, "LL", false, true, "", false, "", false, "nccl9"}),
                          [](const ::testing::TestParamInfo<SweepParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks" +
                                   (info.param.proto[0] ? std::string("_") + info.param.proto : std::string("")) +
                                   (info.param.shm ? "_shm" : "") + (info.param.net ? "_net" : "") +
                                   (info.param.ofi ? "_ofi" : "") +
+                                  (info.param.plugin[0] ? std::string("_plugin_") + info.param.plugin : "") +
                                   (info.param.algo[0] ? std::string("_") + info.param.algo : std::string("")) +
                                   (info.param.streamAll ? "_stream" : "") +
                                   (info.param.ringOrder[0] ? std::string("_") + info.param.ringOrder : "");
