@@ -14,22 +14,13 @@
 #include "common/status.h"
 #include "device/executor.h"
 #include "device/op_arg.h"
+#include "support/fifo_block.h"
 #include "support/watchdog.h"
 
 namespace collcomm::detail {
 namespace {
 
-// One FIFO block, zeroed, as a transport would map it.
-struct FifoBlock {
-  explicit FifoBlock(const FifoLayout& layout)
-      : mem(static_cast<char*>(std::aligned_alloc(kFifoAlign, layout.totalBytes()))) {
-    memset(mem, 0, layout.totalBytes());
-  }
-  ~FifoBlock() { std::free(mem); }
-  FifoBlock(const FifoBlock&) = delete;
-  FifoBlock& operator=(const FifoBlock&) = delete;
-  char* mem;
-};
+using test::FifoBlock;
 
 constexpr FifoLayout kLayout{4096, 64};
 

@@ -19,21 +19,13 @@
 #include "common/status.h"
 #include "device/executor.h"
 #include "device/host/host_platform.h"
+#include "support/fifo_block.h"
 #include "support/watchdog.h"
 
 namespace collcomm::detail {
 namespace {
 
-struct FifoBlock {
-  explicit FifoBlock(const FifoLayout& layout)
-      : mem(static_cast<char*>(std::aligned_alloc(kFifoAlign, layout.totalBytes()))) {
-    memset(mem, 0, layout.totalBytes());
-  }
-  ~FifoBlock() { std::free(mem); }
-  FifoBlock(const FifoBlock&) = delete;
-  FifoBlock& operator=(const FifoBlock&) = delete;
-  char* mem;
-};
+using test::FifoBlock;
 
 // Steps of 1000 payload bytes in 1024-byte slots: transfers end mid-step, and a FIFO holds
 // kNumSteps * 1000 bytes.
