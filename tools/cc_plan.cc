@@ -1,18 +1,24 @@
 // cc-plan: predicts, without running anything, what a collective sweep would measure on a machine
 // described by a topology file: nccl-tests' columns (size, count, type, redop, root, time, algbw,
-// busbw) from the cost model (plan/cost_model.h) on the rings the topology gives
-// (plan/ring_channels.h), with the algorithm, protocol and channels the model chose. Single node so
-// far: --nodes above 1 is refused with a sentence.
+// busbw) from the cost model (plan/cost_model.h) on the channels the topology gives
+// (plan/ring_channels.h) for N identical nodes, with the algorithm (Ring or Tree), protocol and
+// channels the model chose. Nothing here grows with the node count but the numbers: a job of
+// 100,000 ranks plans as fast as one node, and the JSON lists rings per node segment and trees only
+// up to kMaxListedRanks ranks.
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "plan/cost_model.h"
 #include "plan/ring_channels.h"
+#include "plan/trees.h"
 #include "topo/topo.h"
 #include "version_text.h"
 
@@ -22,19 +28,19 @@ namespace {
 
 void usage(FILE* f) {
   std::fprintf(f,
-               "usage: cc-plan --topo FILE [--nodes 1] [--gpus N] [--op OP] [-b MIN] [-e MAX] [-f FACTOR]\n"
-               "               [-d TYPE] [--algo ring] [--proto ll|ll128|simple] [--channels N] [--json]\n"
+               "usage: cc-plan --topo FILE [--nodes N] [--gpus N] [--op OP] [-b MIN] [-e MAX] [-f FACTOR]\n"
+               "               [-d TYPE] [--algo ring|tree] [--proto ll|ll128|simple] [--channels N] [--json]\n"
                "  --topo FILE    NCCL-format topology XML of one node (as cc-topo reads)\n"
-               "  --nodes N      nodes in the job (only 1 so far)\n"
-               "  --gpus N       plan over the first N GPUs of the node (default: all)\n"
+               "  --nodes N      identical nodes in the job, their NICs on one network (default 1)\n"
+               "  --gpus N       plan over the first N GPUs of each node (default: all)\n"
                "  --op OP        allreduce (default), allgather, reducescatter, broadcast, reduce\n"
                "  -b, -e SIZE    smallest and largest size in bytes, K/M/G suffixes (default 8 and 16G)\n"
                "  -f FACTOR      multiply the size by FACTOR each row (default 2)\n"
                "  -d TYPE        float (default), double, half, bfloat16, int8, int32, int64\n"
-               "  --algo ALGO    ring (the only algorithm modelled so far)\n"
+               "  --algo ALGO    force ring or tree (tree: allreduce only; default: the model's choice)\n"
                "  --proto PROTO  force the protocol (default: the model's choice)\n"
                "  --channels N   force the channel count (default: the model's choice)\n"
-               "  --json         one JSON object per line: the rings, then one per size\n"
+               "  --json         one JSON object per line: the channels (rings, trees), then one per size\n"
                "  --version      the collcomm version cc-plan runs with\n");
 }
 
@@ -113,6 +119,80 @@ int usageError(const char* fmt, const std::string& what) {
   return 2;
 }
 
+// Above this many ranks the JSON gives the trees' shape (node count, depth) instead of every rank's
+// parent: the listing would be megabytes, and the model needs none of it.
+constexpr int kMaxListedRanks = 1024;
+
+const char* algoName(Algorithm a) { return a == Algorithm::kTree ? "Tree" : "Ring"; }
+
+size_t railCount(const ClusterRings& r) {
+  std::vector<int> nets;
+  for (const RailSegment& s : r.segments)
+    if (std::find(nets.begin(), nets.end(), s.net) == nets.end()) nets.push_back(s.net);
+  return nets.size();
+}
+
+// Levels below the root of the node-level binary tree over nNodes nodes (the first of the pair;
+// the second is its mirror or shift, of the same depth), walking each node up: O(N log N), no array.
+int hostTreeDepth(int nNodes) {
+  int depth = 0;
+  for (int h = 0; h < nNodes; ++h) {
+    int d = 0;
+    for (int at = h; hostTreeNode(nNodes, at, false).parent >= 0; at = hostTreeNode(nNodes, at, false).parent) ++d;
+    depth = std::max(depth, d);
+  }
+  return depth;
+}
+
+// The first JSON line: the job, its channels (one ring segment per channel, the same on every node:
+// node k's rank for GPU i is k x gpus + i), and for AllReduce the two trees (every rank's parent up
+// to kMaxListedRanks ranks, else their shape).
+void printChannelsJson(const TopoSystem& sys, const std::string& topoFile, const char* opName,
+                       const ClusterRings& rings, int algo, bool listTrees) {
+  const RingGraph& g = rings.graph;
+  const int gpus = rings.node.graph.nRanks;
+  std::printf(
+      "{\"topo\":\"%s\",\"nodes\":%d,\"gpus\":%d,\"ranks\":%d,\"op\":\"%s\",\"algo\":\"%s\",\"hop\":\"%s\","
+      "\"ring_bw\":%.1f,\"max_channels\":%d,\"bw_per_channel\":%.1f,\"ring\":[",
+      jsonEscape(topoFile).c_str(), rings.nNodes, gpus, g.nRanks, opName,
+      algo < 0 ? "model" : algoName(static_cast<Algorithm>(algo)), hopClassName(g.intraHop), rings.node.ringBw,
+      g.maxChannels, g.bwPerChannel);
+  for (size_t i = 0; i < rings.node.order.size(); ++i) std::printf("%s%d", i ? "," : "", rings.node.order[i]);
+  std::printf("]");
+  if (rings.nNodes > 1) {
+    std::printf(
+        ",\"nic_bw\":%.1f,\"gpu_nic_bw\":%.1f,\"net_crossings_per_channel\":%d,\"rank_of\":\"node*%d+gpu\","
+        "\"channels\":[",
+        rings.nicBw, rings.gpuNicBw, rings.nNodes, gpus);
+    for (size_t c = 0; c < rings.segments.size(); ++c) {
+      const RailSegment& s = rings.segments[c];
+      std::printf("%s{\"net\":\"%s\",\"gpus\":[", c ? "," : "",
+                  jsonEscape(sys.nodes(NodeType::kNet)[s.net].net.name).c_str());
+      for (size_t i = 0; i < s.gpus.size(); ++i) std::printf("%s%d", i ? "," : "", s.gpus[i]);
+      std::printf("]}");
+    }
+    std::printf("]");
+  }
+  if (listTrees) {
+    std::vector<RankPlace> places(static_cast<size_t>(g.nRanks));
+    for (int r = 0; r < g.nRanks; ++r) places[r] = RankPlace{static_cast<uint64_t>(r / gpus), static_cast<uint64_t>(r)};
+    const std::vector<RankTree> trees = planTrees(places, std::min(g.maxChannels, 2));
+    std::printf(",\"trees\":[");
+    for (size_t t = 0; t < trees.size(); ++t) {
+      std::printf("%s{\"root\":%d,\"parent\":[", t ? "," : "", trees[t].root);
+      for (size_t r = 0; r < trees[t].node.size(); ++r) std::printf("%s%d", r ? "," : "", trees[t].node[r].parent);
+      std::printf("]}");
+    }
+    std::printf("]");
+  } else if (std::string(opName) == "allreduce") {
+    std::printf(
+        ",\"trees\":null,\"trees_elided\":\"%d ranks: above %d the per-rank listing is left out\","
+        "\"tree_chain\":%d,\"tree_node_depth\":%d",
+        g.nRanks, kMaxListedRanks, gpus, hostTreeDepth(rings.nNodes));
+  }
+  std::printf("}\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,6 +202,7 @@ int main(int argc, char** argv) {
   const OpInfo* op = &kOps[0];
   const DtypeInfo* dtype = &kDtypes[0];
   int proto = -1;
+  int algo = -1;
   bool json = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -168,8 +249,12 @@ int main(int argc, char** argv) {
         return usageError("-d takes float, double, half, bfloat16, int8, int32 or int64, not '%s'", v);
     } else if (a == "--algo") {
       const std::string v = value();
-      if (v == "tree") return usageError("--algo %s: trees are not modelled yet; use ring", v);
-      if (v != "ring") return usageError("--algo takes ring (the only algorithm modelled so far), not '%s'", v);
+      if (v == "ring" || v == "Ring")
+        algo = static_cast<int>(Algorithm::kRing);
+      else if (v == "tree" || v == "Tree")
+        algo = static_cast<int>(Algorithm::kTree);
+      else
+        return usageError("--algo takes ring or tree (NVLS and CollNet are not modelled), not '%s'", v);
     } else if (a == "--proto") {
       const std::string v = value();
       if (v == "ll" || v == "LL")
@@ -185,11 +270,8 @@ int main(int argc, char** argv) {
     }
   }
   if (topoFile.empty()) return usageError("%s--topo FILE is required (a topology XML, as cc-topo reads)", "");
-  if (nodes > 1)
-    return usageError(
-        "--nodes %s: multi-node jobs are not modelled yet (network rings and trees come next); "
-        "use --nodes 1",
-        std::to_string(nodes));
+  if (algo >= 0 && !modelHasAlgo(static_cast<Algorithm>(algo), op->kind))
+    return usageError("--algo tree models allreduce only, not %s (use ring)", op->name);
   if (minBytes > maxBytes) return usageError("%s-b must not exceed -e", "");
 
   TopoSystem sys;
@@ -198,15 +280,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (gpus < 0) gpus = sys.count(NodeType::kGpu);
-  SingleNodeRings rings;
-  if (!isOk(singleNodeRings(sys, gpus, &rings))) {
+  ClusterRings rings;
+  if (!isOk(clusterRings(sys, gpus, nodes, &rings))) {
     // A GPU count the file cannot give is the user's argument; a file without usable GPUs is input.
     std::fprintf(stderr, "cc-plan: %s\n", threadLastError().c_str());
     return sys.count(NodeType::kGpu) >= 2 ? 2 : 1;
   }
   const RingGraph& g = rings.graph;
   if (channels > g.maxChannels)
-    return usageError("--channels %s is more than the rings this topology gives",
+    return usageError("--channels %s is more than the channels this job gets",
                       std::to_string(channels) + " (at most " + std::to_string(g.maxChannels) + ")");
 
   const bool reduces =
@@ -217,24 +299,26 @@ int main(int argc, char** argv) {
   const size_t unit = dtype->bytes * (perRank ? static_cast<size_t>(g.nRanks) : 1);
 
   if (json) {
-    std::printf(
-        "{\"topo\":\"%s\",\"nodes\":1,\"gpus\":%d,\"op\":\"%s\",\"algo\":\"Ring\",\"hop\":\"%s\","
-        "\"ring_bw\":%.1f,\"max_channels\":%d,\"bw_per_channel\":%.1f,\"ring\":[",
-        jsonEscape(topoFile).c_str(), g.nRanks, op->name, hopClassName(g.intraHop), rings.ringBw, g.maxChannels,
-        g.bwPerChannel);
-    for (size_t i = 0; i < rings.order.size(); ++i) std::printf("%s%d", i ? "," : "", rings.order[i]);
-    std::printf("]}\n");
+    printChannelsJson(sys, topoFile, op->name, rings, algo,
+                      g.nRanks <= kMaxListedRanks && modelHasAlgo(Algorithm::kTree, op->kind));
   } else {
     std::printf(
-        "# cc-plan: %s, %d GPU(s), 1 node; ring hops over %s, ring bottleneck %.1f GB/s, "
-        "up to %d channels of %.1f GB/s\n",
-        topoFile.c_str(), g.nRanks, hopClassName(g.intraHop), rings.ringBw, g.maxChannels, g.bwPerChannel);
+        "# cc-plan: %s, %d GPU(s) per node, %d node(s), %d ranks; hops in a node over %s, node ring "
+        "bottleneck %.1f GB/s\n",
+        topoFile.c_str(), gpus, nodes, g.nRanks, hopClassName(g.intraHop), rings.node.ringBw);
+    if (nodes > 1)
+      std::printf(
+          "# across nodes: %zu NIC rail(s) of %.1f GB/s (GPU-NIC path %.1f GB/s), ring crosses the network "
+          "%d times per channel\n",
+          railCount(rings), rings.nicBw, rings.gpuNicBw, nodes);
+    std::printf("# up to %d channels of %.1f GB/s\n", g.maxChannels, g.bwPerChannel);
     std::printf("# predicted, not measured: time = latency + ring fill + bytes / bandwidth (docs/planning.md)\n");
     std::printf("#\n# %12s %12s %8s %6s %6s %10s %8s %8s  %-5s %-6s %4s\n", "size", "count", "type", "redop", "root",
                 "time", "algbw", "busbw", "algo", "proto", "#ch");
     std::printf("# %12s %12s %8s %6s %6s %10s %8s %8s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)");
   }
   ModelChoiceLimits limits;
+  limits.algo = algo;
   limits.proto = proto;
   limits.channels = channels;
   for (size_t size = minBytes; size <= maxBytes;) {
@@ -248,14 +332,14 @@ int main(int argc, char** argv) {
       if (json) {
         std::printf(
             "{\"size\":%zu,\"count\":%zu,\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,\"time_us\":%.2f,"
-            "\"algbw\":%.2f,\"busbw\":%.2f,\"algo\":\"Ring\",\"proto\":\"%s\",\"channels\":%d,"
+            "\"algbw\":%.2f,\"busbw\":%.2f,\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d,"
             "\"latency_us\":%.2f,\"fill_us\":%.2f,\"wire_us\":%.2f}\n",
-            bytes, count, dtype->name, reduces ? "sum" : "none", root, c.cost.timeUs, algBw, busBw,
+            bytes, count, dtype->name, reduces ? "sum" : "none", root, c.cost.timeUs, algBw, busBw, algoName(c.algo),
             modelProtoName(c.proto), c.channels, c.cost.latencyUs, c.cost.fillUs, c.cost.wireUs);
       } else {
         std::printf("  %12zu %12zu %8s %6s %6d %10.2f %8.2f %8.2f  %-5s %-6s %4d\n", bytes, count, dtype->name,
-                    reduces ? "sum" : "none", root, c.cost.timeUs, algBw, busBw, "Ring", modelProtoName(c.proto),
-                    c.channels);
+                    reduces ? "sum" : "none", root, c.cost.timeUs, algBw, busBw, algoName(c.algo),
+                    modelProtoName(c.proto), c.channels);
       }
     }
     if (size > maxBytes / static_cast<size_t>(factor)) break;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""cc-plan's command line: nccl-tests' columns and one row per size, JSON lines, --version, and a
-sentence with exit code 2 for every bad argument (the multi-node and tree cases included).
+"""cc-plan's command line: nccl-tests' columns and one row per size, JSON lines, --version, several
+nodes (rail-aware channels, trees in the JSON), --algo, and a sentence with exit code 2 for every bad
+argument.
 
 Usage: cc_plan_cli_test.py CC_PLAN SOURCE_DIR
 """
@@ -48,13 +49,40 @@ def main(argv):
     row = json.loads(r.stdout.splitlines()[-1]) if r.returncode == 0 else {}
     expect(row.get("proto") == "LL" and row.get("root") == 0, "--proto ll is obeyed, broadcast root 0: %s" % row)
 
+    # Several nodes: one channel per NIC (rail-aware), the ring crossing the network once per node,
+    # the trees listed (every rank has a parent but the root), and the model's algorithm per row.
+    r = run(cc_plan, "--topo", topo, "--nodes", "4", "-b", "8", "-e", "16G", "-f", "16", "--json")
+    lines = [json.loads(l) for l in r.stdout.splitlines()] if r.returncode == 0 else []
+    expect(len(lines) > 2, "--nodes 4 --json: %d %s" % (r.returncode, r.stderr))
+    if lines:
+        head = lines[0]
+        expect(head["nodes"] == 4 and head["ranks"] == 32 and head["net_crossings_per_channel"] == 4,
+               "multi-node header: %s" % head)
+        nets = [c["net"] for c in head["channels"]]
+        expect(len(nets) == head["max_channels"] == 8 and len(set(nets)) == 8, "one channel per NIC: %s" % nets)
+        expect(all(sorted(c["gpus"]) == list(range(8)) for c in head["channels"]),
+               "each channel visits every GPU of a node once: %s" % head["channels"])
+        trees = head.get("trees") or []
+        expect(len(trees) == 2 and all(sum(1 for p in t["parent"] if p < 0) == 1 and len(t["parent"]) == 32
+                                       for t in trees), "two trees over 32 ranks: %s" % trees)
+        algos = {row["algo"] for row in lines[1:]}
+        expect(algos <= {"Ring", "Tree"} and lines[-1]["algo"] == "Ring", "algos per row: %s" % lines[1:])
+    r = run(cc_plan, "--topo", topo, "--nodes", "64", "--algo", "tree", "-b", "1M", "-e", "1M", "--json")
+    row = json.loads(r.stdout.splitlines()[-1]) if r.returncode == 0 else {}
+    expect(row.get("algo") == "Tree", "--algo tree is obeyed: %s %s" % (row, r.stderr))
+    r = run(cc_plan, "--topo", topo, "--nodes", "2", "--algo", "ring", "-b", "1M", "-e", "1M")
+    rows = [l.split() for l in r.stdout.splitlines() if l.strip() and not l.startswith("#")]
+    expect(r.returncode == 0 and rows and rows[0][8] == "Ring", "--algo ring is obeyed: %s" % rows)
+
     r = run(cc_plan, "--version")
     expect(r.returncode == 0 and r.stdout.startswith("cc-plan (collcomm version "), "--version: %s" % r.stdout)
 
     bad = [
-        ["--topo", topo, "--nodes", "2"],
-        ["--topo", topo, "--algo", "tree"],
+        ["--topo", topo, "--nodes", "0"],
+        ["--topo", topo, "--nodes", "2x"],
+        ["--topo", topo, "--algo", "tree", "--op", "allgather"],
         ["--topo", topo, "--algo", "nvls"],
+        ["--topo", topo, "--nodes", "2", "--channels", "9"],
         ["--topo", topo, "--proto", "ll256"],
         ["--topo", topo, "--op", "alltoall"],
         ["--topo", topo, "-b", "8X"],

@@ -39,8 +39,9 @@ def sizes(lo, hi):
     return out
 
 
-def predict(cc_plan, topo, gpus, op, algo, size):
-    cmd = [cc_plan, "--topo", topo, "--gpus", str(gpus), "--op", op, "-b", str(size), "-e", str(size), "--json"]
+def predict(cc_plan, topo, nodes, gpus, op, algo, size):
+    cmd = [cc_plan, "--topo", topo, "--nodes", str(nodes), "--gpus", str(gpus), "--op", op, "-b", str(size),
+           "-e", str(size), "--json"]
     if algo not in ("any", ""):
         cmd += ["--algo", algo]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -75,14 +76,14 @@ def check(cc_plan, source_dir, table_path, out=sys.stdout):
         worst, worst_at, inside = 0.0, "", True
         for g in gpu_counts(row["gpus"]):
             for s in sizes(int(row["size_lo"]), int(row["size_hi"])):
-                p = predict(cc_plan, topo, g, row["op"], row["algo"], s)
+                p = predict(cc_plan, topo, int(row["nodes"]), g, row["op"], row["algo"], s)
                 err = rel_error(p["busbw"], lo, hi)
                 if abs(err) > tol:
                     inside = False
                 if abs(err) >= abs(worst) or not worst_at:
                     worst = err
-                    worst_at = "%d GPUs, %d B: predicted %.1f GB/s (%s, %d ch, %.1f us)" % (
-                        g, s, p["busbw"], p["proto"], p["channels"], p["time_us"])
+                    worst_at = "%s x %d GPUs, %d B: predicted %.1f GB/s (%s %s, %d ch, %.1f us)" % (
+                        row["nodes"], g, s, p["busbw"], p["algo"], p["proto"], p["channels"], p["time_us"])
         published = ("%.1f" % lo) if lo == hi else ("%.1f-%.1f" % (lo, hi))
         verdict = "ok" if inside else "MISS"
         print("%-20s %-4s  published %s GB/s, worst error %+.1f%% (bound %.0f%%) at %s" % (
