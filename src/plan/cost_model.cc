@@ -321,6 +321,11 @@ ModelChoice chooseByModel(const RingGraph& g, CollKind kind, size_t bytes, const
       }
     }
   }
+  if (!have) {
+    // A forced algorithm that does not run this collective: nothing to choose.
+    best.cost.applies = false;
+    best.cost.timeUs = std::numeric_limits<double>::infinity();
+  }
   return best;
 }
 

@@ -102,7 +102,8 @@ struct ModelChoice {
 
 // The argmin over algorithms (Ring, Tree where it applies), protocols and channel counts (fewest
 // channels among equal times: channels the bandwidth cap makes useless cost SMs; Ring before Tree).
-// Needs g.nRanks >= 2 and g.maxChannels >= 1; a forced algorithm must apply to `kind`.
+// Needs g.nRanks >= 2 and g.maxChannels >= 1. A forced algorithm that does not apply to `kind`
+// gives cost.applies = false and an infinite time.
 ModelChoice chooseByModel(const RingGraph& g, CollKind kind, size_t bytes, const ModelChoiceLimits& limits = {});
 
 // nccl-tests' bus bandwidth factor for `kind` on n ranks: busbw = algbw x factor.

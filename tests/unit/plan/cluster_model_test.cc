@@ -129,6 +129,21 @@ TEST(ClusterModel, TreeLatencyGrowsWithLog2OfTheNodes) {
   EXPECT_NEAR(big.wireUs, static_cast<double>(size_t{1} << 34) / (8 * 36.0 * 0.5 * 1e3), 1e-6);
 }
 
+TEST(ClusterModel, TimeGrowsWithSizeForBothAlgorithmsOnOneNodeAndMany) {
+  for (int nodes : {1, 4, 12500}) {
+    const RingGraph g = clusterOf("dgx_h100.xml", 8, nodes).graph;
+    for (Algorithm algo : {Algorithm::kRing, Algorithm::kTree})
+      for (int p = 0; p < kModelProtoCount; ++p) {
+        double last = 0;
+        for (size_t b = 8; b <= (size_t{1} << 34); b *= 4) {
+          const double t = modelCost(g, algo, CollKind::kAllReduce, b, static_cast<ModelProto>(p), 8).timeUs;
+          EXPECT_GT(t, last) << nodes << " nodes, algo " << static_cast<int>(algo) << ", proto " << p << ", " << b;
+          last = t;
+        }
+      }
+  }
+}
+
 TEST(ClusterModel, TreesApplyToAllReduceOnly) {
   const RingGraph g = clusterOf("dgx_a100.xml", 8, 4).graph;
   EXPECT_FALSE(treeCost(g, CollKind::kAllGather, 1 << 20, ModelProto::kSimple, 8).applies);
@@ -136,6 +151,9 @@ TEST(ClusterModel, TreesApplyToAllReduceOnly) {
   ModelChoiceLimits tree;
   tree.algo = static_cast<int>(Algorithm::kTree);
   EXPECT_EQ(chooseByModel(g, CollKind::kAllReduce, 1 << 20, tree).algo, Algorithm::kTree);
+  const ModelChoice none = chooseByModel(g, CollKind::kBroadcast, 1 << 20, tree);
+  EXPECT_FALSE(none.cost.applies);
+  EXPECT_TRUE(std::isinf(none.cost.timeUs));
   // The argmin never picks a tree for a collective it does not run.
   for (size_t b = 8; b <= (size_t{1} << 34); b *= 16)
     EXPECT_EQ(chooseByModel(g, CollKind::kAllGather, b).algo, Algorithm::kRing) << b;
