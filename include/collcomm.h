@@ -226,6 +226,28 @@ ccResult_t ccRecv(void* recvbuff, size_t count, ccDataType_t datatype, int peer,
 ccResult_t ccGroupStart(void);
 ccResult_t ccGroupEnd(void);
 
+/* What ccGroupSimulateEnd reports. Initialise with CC_SIM_INFO_INITIALIZER. */
+typedef struct ccSimInfo_v1 {
+  size_t size;         /* sizeof(ccSimInfo_t), set by the initializer */
+  unsigned int magic;  /* set by the initializer */
+  unsigned int version;
+  float estimatedTime; /* us: the group's estimated time, its slowest communicator's share */
+} ccSimInfo_t;
+
+#define CC_SIM_INFO_MAGIC 0xcc51a1f0u
+#define CC_SIM_INFO_INITIALIZER \
+  { sizeof(ccSimInfo_t), CC_SIM_INFO_MAGIC, CC_VERSION(CC_MAJOR, CC_MINOR, CC_PATCH), 0.0f }
+
+/* Ends the group like ccGroupEnd but runs nothing: every queued operation is planned as ccGroupEnd
+ * would plan it and its time estimated by the cost model (docs/planning.md); the operations are
+ * then dropped, no buffer is read or written and no peer is contacted, so each rank may simulate
+ * alone. A communicator's operations add up; communicators run side by side, so the group takes
+ * its slowest one's time. Host communicators only for now. ccInvalidArgument: simInfo is NULL or
+ * not from CC_SIM_INFO_INITIALIZER. ccInvalidUsage: no group is open, the group is nested (the
+ * inner ccGroupEnd would run nothing either), it creates or splits communicators, or it holds a GPU
+ * communicator's operations; the group is then left open as it was, for ccGroupEnd to run. */
+ccResult_t ccGroupSimulateEnd(ccSimInfo_t* simInfo);
+
 #ifdef __cplusplus
 }
 #endif

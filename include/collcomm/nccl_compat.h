@@ -44,6 +44,7 @@ typedef ccRedOp_dummy_t ncclRedOp_dummy_t;
 typedef ccRedOp_t ncclRedOp_t;
 typedef ccScalarResidence_t ncclScalarResidence_t;
 typedef ccConfig_t ncclConfig_t;
+typedef ccSimInfo_t ncclSimInfo_t; /* NCCL 2.22's, above this header's API level: for ports that use it */
 
 /* Constants and initialisers. */
 #define NCCL_COMM_NULL NULL
@@ -138,5 +139,7 @@ static inline ncclResult_t ncclGetVersion(int* version) {
 #define ncclRecv ccRecv
 #define ncclGroupStart ccGroupStart
 #define ncclGroupEnd ccGroupEnd
+#define ncclGroupSimulateEnd ccGroupSimulateEnd
+#define NCCL_SIM_INFO_INITIALIZER CC_SIM_INFO_INITIALIZER
 
 #endif /* COLLCOMM_NCCL_COMPAT_H_ */

@@ -88,4 +88,16 @@ ccResult_t ccGroupEnd(void) {
   return toResult(groupEnd());
 }
 
+ccResult_t ccGroupSimulateEnd(ccSimInfo_t* simInfo) {
+  clearThreadLastError();
+  if (simInfo == nullptr || simInfo->magic != CC_SIM_INFO_MAGIC || simInfo->size < sizeof(ccSimInfo_t))
+    return toResult(CC_ERROR(Status::kInvalidArgument,
+                             "ccGroupSimulateEnd: simInfo is %s; initialise it with CC_SIM_INFO_INITIALIZER",
+                             simInfo == nullptr ? "NULL" : "not from CC_SIM_INFO_INITIALIZER"));
+  double us = 0;
+  const Status s = groupSimulateEnd(&us);
+  if (isOk(s)) simInfo->estimatedTime = static_cast<float>(us);
+  return toResult(s);
+}
+
 }  // extern "C"

@@ -25,11 +25,6 @@ namespace {
 constexpr uint64_t kP2pTagBase = 0x5032500000000000ull;      // "P2P"
 constexpr uint64_t kOneShotTagBase = 0x3153484f54000000ull;  // "1SHOT"
 
-bool isP2pKind(CollKind k) {
-  return k == CollKind::kSend || k == CollKind::kRecv || k == CollKind::kAlltoAll || k == CollKind::kGather ||
-         k == CollKind::kScatter;
-}
-
 bool rangesOverlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
   return aBytes != 0 && bBytes != 0 && x < y + bBytes && y < x + aBytes;

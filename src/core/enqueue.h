@@ -34,6 +34,12 @@ int enumBits(const E& e) {
   return v;
 }
 
+// Whether `k` is made of point-to-point transfers (run in batches, not planned as a collective).
+inline bool isP2pKind(CollKind k) {
+  return k == CollKind::kSend || k == CollKind::kRecv || k == CollKind::kAlltoAll || k == CollKind::kGather ||
+         k == CollKind::kScatter;
+}
+
 // The bytes each buffer of `op` spans on this rank (elem: the dtype's size).
 void bufferSpans(const ccComm* comm, const Op& op, size_t elem, size_t* sendBytes, size_t* recvBytes);
 

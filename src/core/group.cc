@@ -7,6 +7,7 @@
 #include "core/async.h"
 #include "core/enqueue.h"
 #include "core/init.h"
+#include "core/simulate.h"
 
 namespace collcomm::detail {
 namespace {
@@ -159,6 +160,32 @@ Status groupEnd() {
   tGroup.blocking = -1;
   if (shares.empty()) return kOk;
   return blocking ? endBlocking(shares) : endNonBlocking(shares);
+}
+
+Status groupSimulateEnd(double* estimatedUs) {
+  if (tGroupDepth == 0)
+    return CC_ERROR(Status::kInvalidUsage, "ccGroupSimulateEnd called without a matching ccGroupStart");
+  if (tGroupDepth > 1)
+    return CC_ERROR(Status::kInvalidUsage,
+                    "ccGroupSimulateEnd inside a nested group: the outer group runs its operations; simulate the "
+                    "outermost group");
+  // Everything is checked before the group is touched: a refusal leaves it open for ccGroupEnd.
+  double slowest = 0;
+  for (const Share& s : tGroup.shares) {
+    if (s.init || !s.jobs.empty())
+      return CC_ERROR(Status::kInvalidUsage,
+                      "ccGroupSimulateEnd: the group creates or splits a communicator (rank %d's), which a simulation "
+                      "cannot do without doing it; end this group with ccGroupEnd",
+                      s.comm->rank);
+    double us = 0;
+    CC_CHECK(estimateOpsUs(s.comm, s.ops.data(), s.ops.size(), &us));
+    slowest = us > slowest ? us : slowest;
+  }
+  tGroupDepth = 0;
+  tGroup.shares.clear();
+  tGroup.blocking = -1;
+  *estimatedUs = slowest;
+  return kOk;
 }
 
 }  // namespace collcomm::detail

@@ -30,6 +30,10 @@ Status groupQueue(ccComm* comm, const Op& op);
 Status groupQueueInit(ccComm* comm, ccComm** out, std::function<Status()> setup);
 // Queues a job that runs with `comm`'s share (a split over it).
 Status groupQueueJob(ccComm* comm, std::function<Status()> job);
+// Ends the outermost group without running it: the estimated time of its operations (us; the
+// slowest communicator's share). Refused, with the group left as it was, for a group that creates
+// or splits communicators or holds a communicator the model does not cover.
+Status groupSimulateEnd(double* estimatedUs);
 // Drops whatever this thread queued for `comm` (it is being destroyed or aborted).
 void groupForget(const ccComm* comm);
 

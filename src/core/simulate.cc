@@ -1,0 +1,62 @@
+// The estimate behind ccGroupSimulateEnd (simulate.h): the plan each operation would run with,
+// timed by the host cost model.
+#include "core/simulate.h"
+
+#include "core/op_plan.h"
+#include "device/dtypes.h"
+#include "plan/host_model.h"
+
+namespace collcomm::detail {
+namespace {
+
+// The bytes a point-to-point kind moves between this rank and its peers, its own part left out
+// (a local copy, below the model's resolution).
+void peerBytes(const ccComm* comm, const Op& op, size_t* send, size_t* recv) {
+  const size_t elem = dtypeSize(op.dtype), own = op.count * elem;
+  bufferSpans(comm, op, elem, send, recv);
+  const bool root = op.root == comm->rank;
+  if (op.kind == CollKind::kAlltoAll || (op.kind == CollKind::kScatter && root)) *send -= own;
+  if (op.kind == CollKind::kAlltoAll || (op.kind == CollKind::kGather && root)) *recv -= own;
+  if (op.kind == CollKind::kGather && root) *send = 0;
+  if (op.kind == CollKind::kScatter && root) *recv = 0;
+}
+
+}  // namespace
+
+Status estimateOpsUs(ccComm* comm, const Op* ops, size_t nOps, double* us) {
+  if (comm->gpu())
+    return CC_ERROR(Status::kInvalidUsage,
+                    "ccGroupSimulateEnd: rank %d's communicator is on a GPU, and the GPU planner does not use the "
+                    "cost model yet (docs/planning.md); simulate host communicators only",
+                    comm->rank);
+  if (comm->nranks > 1 && comm->channels.empty())
+    return CC_ERROR(Status::kInvalidUsage,
+                    "ccGroupSimulateEnd: rank %d's communicator is not connected yet (made in a group whose ccGroupEnd "
+                    "has not run)",
+                    comm->rank);
+  if (!comm->plans.shapeReady.load(std::memory_order_acquire)) makeShape(comm);
+  PlanShape shape = comm->plans.shape;
+  shape.overNet = comm->usesNet;
+  const HostLinkClass cls = hostLinkClassOf(shape);
+  double total = 0;
+  for (size_t i = 0; i < nOps;) {
+    if (!isP2pKind(ops[i].kind)) {
+      total += hostEstimateUs(planOp(comm, ops[i]), cls);
+      ++i;
+      continue;
+    }
+    // Consecutive point-to-point operations run as one batch, all at once (as runOps runs them).
+    size_t send = 0, recv = 0;
+    for (; i < nOps && isP2pKind(ops[i].kind); ++i) {
+      size_t s = 0, r = 0;
+      peerBytes(comm, ops[i], &s, &r);
+      send += s;
+      recv += r;
+    }
+    total += hostEstimateP2pUs(send, recv, cls);
+  }
+  *us = total;
+  return kOk;
+}
+
+}  // namespace collcomm::detail

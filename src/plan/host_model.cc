@@ -1,0 +1,95 @@
+// The host cost model (host_model.h): the constants, measured, and the algorithms' shapes.
+#include "plan/host_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace collcomm::detail {
+namespace {
+
+// Fitted by perf/calibrate/host_model.sh on the 2-vCPU development VM (AMD EPYC Zen 4), two ranks
+// per class, fastest of 3 repetitions, 2026-11-27 02:16 with three other builds running (load 5-10):
+// a first fit, to be redone on a quiet machine (docs/planning.md, "Host communicators").
+// Rows: threads, processes, NET (loopback sockets).
+constexpr HostLinkConstants kHostConstants[kHostLinkClassCount] = {
+    // opUs  hopUs{Simple, LL}  bytesPerUs{Simple, LL}  oneShot  direct  p2p
+    {3.18, {1.43, 0.05}, {2877, 130}, 2631, 2914, 1622},
+    {1.85, {0.05, 0.05}, {3806, 183}, 3475, 1020, 3545},
+    {1.10, {28.24, 28.49}, {462, 56}, 354, 0, 601},
+};
+
+// Hand-offs in sequence and bytes through one rank (sent or received, the larger) of a ring
+// collective on n ranks; bytes as nccl-tests count them (AllGather, ReduceScatter: every rank's part).
+struct Shape {
+  double hops;
+  double rankBytes;
+};
+
+Shape ringShape(CollKind kind, double bytes, int n) {
+  const double share = static_cast<double>(n - 1) / n;
+  switch (kind) {
+    case CollKind::kAllReduce: return {2.0 * (n - 1), 2.0 * share * bytes};
+    case CollKind::kAllGather:
+    case CollKind::kReduceScatter: return {double(n - 1), share * bytes};
+    case CollKind::kBroadcast:
+    case CollKind::kReduce: return {double(n - 1), bytes};
+    default: return {double(n - 1), bytes};
+  }
+}
+
+// The deepest rank of a double binary tree over n ranks (one rank per host; chains inside hosts
+// are not told apart here): log2 n levels.
+double treeDepth(int n) { return std::ceil(std::log2(static_cast<double>(n))); }
+
+}  // namespace
+
+const char* hostLinkClassName(HostLinkClass c) {
+  switch (c) {
+    case HostLinkClass::kThreads: return "threads";
+    case HostLinkClass::kProcesses: return "processes";
+    case HostLinkClass::kNet: break;
+  }
+  return "net";
+}
+
+HostLinkClass hostLinkClassOf(const PlanShape& shape) {
+  if (shape.overNet) return HostLinkClass::kNet;
+  return shape.reach == DirectReach::kInProcess ? HostLinkClass::kThreads : HostLinkClass::kProcesses;
+}
+
+const HostLinkConstants& hostLinkConstants(HostLinkClass c) { return kHostConstants[static_cast<int>(c)]; }
+
+double hostEstimateUs(const Plan& plan, HostLinkClass c) {
+  const HostLinkConstants& k = hostLinkConstants(c);
+  const int n = plan.nranks;
+  if (n <= 1) return k.opUs;  // a local copy, if any, is below the model's resolution
+  const double bytes = static_cast<double>(plan.bytes);
+  const int proto = plan.proto == Protocol::kLL ? 1 : 0;
+  const Shape ring = ringShape(plan.kind, bytes, n);
+  switch (plan.algo) {
+    case Algorithm::kOneShot:
+      if (n == 2) return k.opUs + k.hopUs[proto] + bytes / k.oneShotBytesPerUs;
+      // Every input to every peer at once, then n inputs reduced: the sends share one rank's link.
+      return k.opUs + k.hopUs[0] + (n - 1) * bytes / k.bytesPerUs[0] + n * bytes / k.oneShotBytesPerUs;
+    case Algorithm::kDirect: {
+      // A descriptor exchange and a "done" exchange around the copies; AllReduce adds "ready"
+      // between its halves. Where Direct was not measured (NET: never planned), the ring's rate.
+      const double tokens = plan.kind == CollKind::kAllReduce ? 3 : 2;
+      const double rate = k.directBytesPerUs > 0 ? k.directBytesPerUs : k.bytesPerUs[0];
+      return k.opUs + tokens * k.hopUs[0] + ring.rankBytes / rate;
+    }
+    case Algorithm::kTree:
+      // Up the tree and down again, each pipelined: the whole message through every inner rank twice.
+      return k.opUs + 2 * treeDepth(n) * k.hopUs[proto] + 2 * bytes / k.bytesPerUs[proto];
+    case Algorithm::kRing: break;
+  }
+  return k.opUs + ring.hops * k.hopUs[proto] + ring.rankBytes / k.bytesPerUs[proto];
+}
+
+double hostEstimateP2pUs(size_t sendBytes, size_t recvBytes, HostLinkClass c) {
+  const HostLinkConstants& k = hostLinkConstants(c);
+  const double most = static_cast<double>(sendBytes > recvBytes ? sendBytes : recvBytes);
+  return k.opUs + (most > 0 ? k.hopUs[0] : 0) + most / k.p2pBytesPerUs;
+}
+
+}  // namespace collcomm::detail

@@ -1,0 +1,50 @@
+// The cost model of host communicators: how long a planned operation takes on this kind of machine,
+// from constants measured by a calibration command (perf/calibrate/host_model.sh), not taken from
+// NCCL's GPU tables. ccGroupSimulateEnd reports its sum over a group; the planner still decides by
+// the tuner's measured thresholds (plan/tuner.h), and this model does not choose yet
+// (docs/planning.md, "Host communicators").
+//
+// Structure, per link class (threads of one process, processes on one host, NET) and protocol:
+//   time = per-operation cost + hand-offs x hand-off latency + bytes through one rank / throughput
+// with the hand-offs and the bytes per rank of each algorithm as the algorithm moves them
+// (host_model.cc). The constants are fitted on two ranks; more ranks extrapolate by that structure.
+//
+// Setup/control tier: plain arithmetic, no allocation.
+#pragma once
+
+#include <cstddef>
+
+#include "plan/plan.h"
+
+namespace collcomm::detail {
+
+// The slowest kind of link a communicator's operations cross.
+enum class HostLinkClass : int { kThreads = 0, kProcesses = 1, kNet = 2 };
+inline constexpr int kHostLinkClassCount = 3;
+const char* hostLinkClassName(HostLinkClass c);
+
+// What the communicator's shape says: NET when any connection is NET, threads when every rank is
+// a thread of one process, processes otherwise.
+HostLinkClass hostLinkClassOf(const PlanShape& shape);
+
+// Measured constants of one link class (us, and bytes per us = MB/s).
+struct HostLinkConstants {
+  double opUs;             // per operation: API, plan, waking the executor, the final wait
+  double hopUs[2];         // one hand-off of a FIFO step to the next rank (Simple, LL)
+  double bytesPerUs[2];    // one rank's ring throughput: receive, reduce or copy, forward (Simple, LL)
+  double oneShotBytesPerUs;  // two-rank one-shot AllReduce: one input sent, two reduced
+  double directBytesPerUs;   // Direct: bytes copied out of a peer's buffer (0: not measured there)
+  double p2pBytesPerUs;      // Send/Recv: one peer's bytes through a point-to-point connection
+};
+
+// The model's estimate of `plan` on a communicator whose links are of class `c`, in us.
+double hostEstimateUs(const Plan& plan, HostLinkClass c);
+
+// A batch of point-to-point transfers (Send, Recv, and AlltoAll, Gather, Scatter made of them), run
+// at once: the bytes this rank sends to and receives from its peers, all of the batch's transfers.
+double hostEstimateP2pUs(size_t sendBytes, size_t recvBytes, HostLinkClass c);
+
+// The constants in use for `c` (for tools and tests).
+const HostLinkConstants& hostLinkConstants(HostLinkClass c);
+
+}  // namespace collcomm::detail

@@ -1,0 +1,88 @@
+// The host cost model's structure (plan/host_model.h): each algorithm's hand-offs and bytes per
+// rank, checked against the constants in use, so a recalibration changes no expectation here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "plan/host_model.h"
+
+namespace collcomm::detail {
+namespace {
+
+Plan plan(CollKind kind, Algorithm algo, Protocol proto, size_t bytes, int nranks) {
+  Plan p{};
+  p.kind = kind;
+  p.algo = algo;
+  p.proto = proto;
+  p.bytes = bytes;
+  p.nranks = nranks;
+  p.nChannels = 1;
+  return p;
+}
+
+TEST(HostModel, LinkClassFromTheShape) {
+  PlanShape s;
+  s.reach = DirectReach::kInProcess;
+  EXPECT_EQ(hostLinkClassOf(s), HostLinkClass::kThreads);
+  s.reach = DirectReach::kCrossProcess;
+  EXPECT_EQ(hostLinkClassOf(s), HostLinkClass::kProcesses);
+  s.reach = DirectReach::kNone;  // processes without cross-memory attach
+  EXPECT_EQ(hostLinkClassOf(s), HostLinkClass::kProcesses);
+  s.overNet = true;
+  EXPECT_EQ(hostLinkClassOf(s), HostLinkClass::kNet);
+  s.reach = DirectReach::kInProcess;  // any NET connection makes the slowest link NET
+  EXPECT_EQ(hostLinkClassOf(s), HostLinkClass::kNet);
+}
+
+TEST(HostModel, RingHandOffsAndBytesPerRank) {
+  for (int c = 0; c < kHostLinkClassCount; ++c) {
+    const auto cls = static_cast<HostLinkClass>(c);
+    const HostLinkConstants& k = hostLinkConstants(cls);
+    const double mib = 1 << 20;
+    for (int n : {2, 3, 8}) {
+      // AllReduce: 2(n-1) hand-offs, 2(n-1)/n of the message through each rank.
+      EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, 1 << 20, n), cls),
+                  k.opUs + 2 * (n - 1) * k.hopUs[0] + 2.0 * (n - 1) / n * mib / k.bytesPerUs[0], 1e-9);
+      // AllGather: n-1 hand-offs, (n-1)/n; Broadcast: n-1 hand-offs, the whole message.
+      EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllGather, Algorithm::kRing, Protocol::kLL, 1 << 20, n), cls),
+                  k.opUs + (n - 1) * k.hopUs[1] + 1.0 * (n - 1) / n * mib / k.bytesPerUs[1], 1e-9);
+      EXPECT_NEAR(hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kRing, Protocol::kSimple, 1 << 20, n), cls),
+                  k.opUs + (n - 1) * k.hopUs[0] + mib / k.bytesPerUs[0], 1e-9);
+    }
+    // One rank: nothing but the call.
+    EXPECT_EQ(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, 1 << 20, 1), cls), k.opUs);
+  }
+}
+
+TEST(HostModel, TreeLatencyGrowsWithLogRanksAndRingsWithRanks) {
+  const auto cls = HostLinkClass::kNet;
+  auto ring = [&](int n) { return hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, 8, n), cls); };
+  auto tree = [&](int n) { return hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kTree, Protocol::kSimple, 8, n), cls); };
+  const double hop = hostLinkConstants(cls).hopUs[0];
+  EXPECT_NEAR(ring(64) - ring(32), 64 * hop, 1e-2);  // 2 hand-offs per added rank (8 bytes: the rest is noise)
+  EXPECT_NEAR(tree(64) - tree(32), 2 * hop, 1e-6);   // one level more, up and down
+  EXPECT_LT(tree(64), ring(64));
+}
+
+TEST(HostModel, OneShotDirectAndPointToPoint) {
+  const auto cls = HostLinkClass::kProcesses;
+  const HostLinkConstants& k = hostLinkConstants(cls);
+  const double b = 65536;
+  // Two-rank one-shot: one hand-off, one input sent and two reduced.
+  EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kOneShot, Protocol::kSimple, 65536, 2), cls),
+              k.opUs + k.hopUs[0] + b / k.oneShotBytesPerUs, 1e-9);
+  // More ranks: the inputs of n-1 peers come in, n are reduced.
+  EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kOneShot, Protocol::kSimple, 65536, 4), cls),
+              k.opUs + k.hopUs[0] + 3 * b / k.bytesPerUs[0] + 4 * b / k.oneShotBytesPerUs, 1e-9);
+  // Direct AllReduce: three token exchanges; the others two.
+  EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kDirect, Protocol::kSimple, 65536, 2), cls),
+              k.opUs + 3 * k.hopUs[0] + b / k.directBytesPerUs, 1e-9);
+  EXPECT_NEAR(hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kDirect, Protocol::kSimple, 65536, 2), cls),
+              k.opUs + 2 * k.hopUs[0] + b / k.directBytesPerUs, 1e-9);
+  // A point-to-point batch: its larger direction, one hand-off; nothing moved, only the call.
+  EXPECT_NEAR(hostEstimateP2pUs(65536, 1024, cls), k.opUs + k.hopUs[0] + b / k.p2pBytesPerUs, 1e-9);
+  EXPECT_EQ(hostEstimateP2pUs(0, 0, cls), k.opUs);
+}
+
+}  // namespace
+}  // namespace collcomm::detail
