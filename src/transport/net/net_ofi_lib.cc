@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -22,6 +23,29 @@ std::once_flag g_once;
 Lib g_lib{};
 bool g_ok = false;
 std::string g_why;
+
+// libfabric before 1.18: its tcp provider completes an RMA read's response twice when the endpoint
+// is closed or breaks while that response is arriving. The response's entry stays at the head of
+// the endpoint's read queue while it is the current receive, and the flush reports it from both
+// places, the second time after freeing it (null context, no flags); ofi_rxm reads that completion
+// while it closes the connection (rxm_close_conn -> rxm_handle_comp_error) and dereferences the null
+// context. That was the survivor's SIGSEGV in fi_close during ccCommAbort: its live peer's last
+// steps were still arriving. Upstream fixed it in 1.18 (commit a74ea0fcd, "Suspicion of bug where
+// RX entry is freed twice"). The only RMA reads the backend causes are rxm's rendezvous reads
+// (messages over rxm's eager limit, 16 KiB), so it asks rxm for its write rendezvous instead,
+// before libfabric reads its settings (the first fi_getinfo), unless the user set the variable.
+// Where another part of the process initialised libfabric first, the setting comes too late and
+// the defect stays possible.
+void avoidReadRendezvous(uint32_t version) {
+  if (version >= FI_VERSION(1, 18)) return;
+  constexpr const char* kVar = "FI_OFI_RXM_USE_RNDV_WRITE";
+  // Writing libfabric's setting, not reading one of ours: overwrite=0 keeps a value the user set.
+  if (setenv(kVar, "1", 0) != 0) return;
+  CC_INFO(kSubsysNet,
+          "net/ofi: libfabric %u.%u: %s=1 unless set already (rxm's rendezvous by RMA writes: this tcp provider "
+          "crashes closing an endpoint while a read response arrives)",
+          FI_MAJOR(version), FI_MINOR(version), kVar);
+}
 
 template <typename F>
 bool resolve(void* dl, const char* name, F* out) {
@@ -54,6 +78,7 @@ void load() {
     return;
   }
   CC_INFO(kSubsysNet, "net/ofi: loaded libfabric %u.%u", FI_MAJOR(v), FI_MINOR(v));
+  avoidReadRendezvous(v);
   g_ok = true;
 }
 
