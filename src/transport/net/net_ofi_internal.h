@@ -112,6 +112,7 @@ struct Request {
   size_t size = 0;  // send: bytes sent; recv: bytes that arrived
   size_t capacity = 0;
   uint32_t tag = 0;
+  uint64_t seen = 0;     // the comm's epoch when this request was last tested (see ofiTest)
   Mr* autoMr = nullptr;  // a registration made for this operation alone (see descFor)
 };
 
@@ -131,6 +132,7 @@ struct Comm {
   uint32_t key = 0;      // the connection's tag space (see net_ofi_wire.h)
   Request reqs[kNetMaxRequests];
   int inFlight = 0;
+  uint64_t epoch = 1;  // completion queue reads so far (see ofiTest)
   bool failed = false;
   bool peerLeft = false;  // a goodbye came, or a control message found the peer gone
   int emptyPollsSinceLeft = 0;

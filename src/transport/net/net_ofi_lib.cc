@@ -24,27 +24,40 @@ Lib g_lib{};
 bool g_ok = false;
 std::string g_why;
 
-// libfabric before 1.18: its tcp provider completes an RMA read's response twice when the endpoint
-// is closed or breaks while that response is arriving. The response's entry stays at the head of
-// the endpoint's read queue while it is the current receive, and the flush reports it from both
-// places, the second time after freeing it (null context, no flags); ofi_rxm reads that completion
-// while it closes the connection (rxm_close_conn -> rxm_handle_comp_error) and dereferences the null
-// context. That was the survivor's SIGSEGV in fi_close during ccCommAbort: its live peer's last
-// steps were still arriving. Upstream fixed it in 1.18 (commit a74ea0fcd, "Suspicion of bug where
-// RX entry is freed twice"). The only RMA reads the backend causes are rxm's rendezvous reads
-// (messages over rxm's eager limit, 16 KiB), so it asks rxm for its write rendezvous instead,
-// before libfabric reads its settings (the first fi_getinfo), unless the user set the variable.
-// Where another part of the process initialised libfabric first, the setting comes too late and
-// the defect stays possible.
-void avoidReadRendezvous(uint32_t version) {
-  if (version >= FI_VERSION(1, 18)) return;
-  constexpr const char* kVar = "FI_OFI_RXM_USE_RNDV_WRITE";
-  // Writing libfabric's setting, not reading one of ours: overwrite=0 keeps a value the user set.
-  if (setenv(kVar, "1", 0) != 0) return;
-  CC_INFO(kSubsysNet,
-          "net/ofi: libfabric %u.%u: %s=1 unless set already (rxm's rendezvous by RMA writes: this tcp provider "
-          "crashes closing an endpoint while a read response arrives)",
-          FI_MAJOR(version), FI_MINOR(version), kVar);
+// Settings of libfabric's rxm layer, which libfabric reads from the environment when it first
+// initialises (the first fi_getinfo, after this): set here, before that, each unless the user set
+// it (setenv's overwrite=0; this writes libfabric's settings and reads none of ours). Where another
+// part of the process initialised libfabric first, they come too late.
+//
+// FI_OFI_RXM_USE_RNDV_WRITE=1, libfabric before 1.18: its tcp provider completes an RMA read's
+// response twice when the endpoint is closed or breaks while that response is arriving. The
+// response's entry stays at the head of the endpoint's read queue while it is the current
+// receive, and the flush reports it from both places, the second time after freeing it (null
+// context, no flags); ofi_rxm reads that completion while it closes the connection
+// (rxm_close_conn -> rxm_handle_comp_error) and dereferences the null context. That was the
+// survivor's SIGSEGV in fi_close during ccCommAbort: its live peer's last steps were still
+// arriving. Upstream fixed it in 1.18 (commit a74ea0fcd, "Suspicion of bug where RX entry is
+// freed twice"). The only RMA reads the backend causes are rxm's rendezvous reads, so rxm is asked
+// for its write rendezvous instead (messages over the eager limit below).
+//
+// FI_OFI_RXM_EAGER_LIMIT=kEagerLimit: rxm moves a message over its eager limit (16 KiB) by
+// rendezvous, a round trip of control messages before the data moves, each needing the other
+// process's progress; the NET transport's Simple steps (128 KiB) went that way, and a 16 MiB
+// allreduce between two processes moved 0.1-0.15 GB/s (docs/lab/2026-11-27.md). Sent eagerly they
+// stream: over tcp rxm sends from the caller's buffer and the receiver reads into the posted
+// buffer (a message that arrives before its receive is copied once from a buffer rxm allocates).
+// Providers that want registered local buffers (verbs) ignore the setting.
+constexpr size_t kEagerLimit = size_t{1} << 20;
+
+void tuneRxm(uint32_t version) {
+  if (version < FI_VERSION(1, 18) && setenv("FI_OFI_RXM_USE_RNDV_WRITE", "1", 0) == 0)
+    CC_INFO(kSubsysNet,
+            "net/ofi: libfabric %u.%u: FI_OFI_RXM_USE_RNDV_WRITE=1 unless set already (this tcp provider crashes "
+            "closing an endpoint while a rendezvous read's response arrives)",
+            FI_MAJOR(version), FI_MINOR(version));
+  const std::string eager = std::to_string(kEagerLimit);
+  if (setenv("FI_OFI_RXM_EAGER_LIMIT", eager.c_str(), 0) == 0)
+    CC_INFO(kSubsysNet, "net/ofi: FI_OFI_RXM_EAGER_LIMIT=%s unless set already (steps sent eagerly)", eager.c_str());
 }
 
 template <typename F>
@@ -78,7 +91,7 @@ void load() {
     return;
   }
   CC_INFO(kSubsysNet, "net/ofi: loaded libfabric %u.%u", FI_MAJOR(v), FI_MINOR(v));
-  avoidReadRendezvous(v);
+  tuneRxm(v);
   g_ok = true;
 }
 

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# net_ofi_compare.sh - allreduce over loopback, 2 processes pinned one per core: collcomm's NET
+# transport over its socket backend and over libfabric (COLLCOMM_NET=ofi, tcp;ofi_rxm), beside Open
+# MPI over the same libfabric (pml cm, mtl ofi, provider tcp;ofi_rxm on lo) and Open MPI TCP (btl
+# tcp), in one run; the cases alternate (A B C D, then D C B A, ...) so that other programs' load
+# falls on all of them, and the table gives medians (docs/net.md, "The OFI backend").
+#
+#   bash perf/compare/net_ofi_compare.sh
+#   SIZES=1M,16M REPS=2 CASES=cc-socket,cc-ofi bash perf/compare/net_ofi_compare.sh
+#
+# Environment (defaults in brackets): BUILD_DIR [$REPO/build] (all_reduce_perf and ccrun built
+# there), SIZES [8,64K,1M,16M,256M], REPS [4] (rounds; each runs every case once),
+# CASES [cc-socket,cc-ofi,ompi-ofi,ompi-tcp], OUT_DIR [/tmp/collcomm-net-ofi] (raw outputs),
+# CC_LIB_B: a folder holding another libcollcomm.so.0 to run as case cc-ofi-b (LD_LIBRARY_PATH),
+# for before/after comparisons in the same run. Open MPI's benchmark is built by peers/build.sh
+# into $OUT_DIR/peers. Busbw in GB/s from 1 MiB up, time in microseconds below; out-of-place, the
+# slowest rank (-a 3 for collcomm).
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$REPO/build}"
+SIZES="${SIZES:-8,64K,1M,16M,256M}"
+REPS="${REPS:-4}"
+CASES="${CASES:-cc-socket,cc-ofi,ompi-ofi,ompi-tcp}"
+OUT_DIR="${OUT_DIR:-/tmp/collcomm-net-ofi}"
+mkdir -p "$OUT_DIR/raw"
+[[ -n "${CC_LIB_B:-}" ]] && CASES="$CASES,cc-ofi-b"
+
+bash "$HERE/peers/build.sh" "$OUT_DIR/peers" "$OUT_DIR/peers" ompi >/dev/null || echo "Open MPI's benchmark did not build" >&2
+MPI_BENCH="$OUT_DIR/peers/mpi_bench.openmpi"
+OMPI=(timeout 600 mpirun --allow-run-as-root -np 2 --bind-to core --map-by core)
+CC_ENV=(COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1 COLLCOMM_SOCKET_IFNAME=lo)
+
+run_case() {  # case size_bytes -> raw output on stdout
+  local iters=(-n 20 -w 3)
+  (($2 >= 64 << 20)) && iters=(-n 3 -w 1)
+  case "$1" in
+    cc-socket) env "${CC_ENV[@]}" COLLCOMM_NET=socket timeout 600 "$BUILD_DIR/tools/ccrun/ccrun" -n 2 --bind core \
+        "$BUILD_DIR/perf/all_reduce_perf" -b "$2" -e "$2" -a 3 "${iters[@]}" ;;
+    cc-ofi) env "${CC_ENV[@]}" COLLCOMM_NET=ofi timeout 600 "$BUILD_DIR/tools/ccrun/ccrun" -n 2 --bind core \
+        "$BUILD_DIR/perf/all_reduce_perf" -b "$2" -e "$2" -a 3 "${iters[@]}" ;;
+    cc-ofi-b) env "${CC_ENV[@]}" COLLCOMM_NET=ofi LD_LIBRARY_PATH="$CC_LIB_B" timeout 600 \
+        "$BUILD_DIR/tools/ccrun/ccrun" -n 2 --bind core "$BUILD_DIR/perf/all_reduce_perf" -b "$2" -e "$2" -a 3 "${iters[@]}" ;;
+    ompi-ofi) "${OMPI[@]}" --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" -x FI_TCP_IFACE=lo \
+        "$MPI_BENCH" -o allreduce -s "$2" -t 0.1 -m 3 -n 1000 ;;
+    ompi-tcp) "${OMPI[@]}" --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo \
+        "$MPI_BENCH" -o allreduce -s "$2" -t 0.1 -m 3 -n 1000 ;;
+  esac 2>&1
+}
+
+to_bytes() {
+  local s="$1" n mult=1
+  [[ "$s" =~ ^([0-9]+)([kKmMgG]?)$ ]] || return 1
+  n="${BASH_REMATCH[1]}"
+  case "${BASH_REMATCH[2]}" in k | K) mult=1024 ;; m | M) mult=$((1 << 20)) ;; g | G) mult=$((1 << 30)) ;; esac
+  echo $((n * mult))
+}
+
+IFS=, read -ra case_list <<<"$CASES"
+IFS=, read -ra size_list <<<"$SIZES"
+results="$OUT_DIR/results.tsv"
+: >"$results"
+for ((r = 0; r < REPS; r++)); do
+  order=("${case_list[@]}")
+  if ((r % 2 == 1)); then
+    order=()
+    for ((i = ${#case_list[@]} - 1; i >= 0; i--)); do order+=("${case_list[i]}"); done
+  fi
+  for s in "${size_list[@]}"; do
+    b=$(to_bytes "$s") || { echo "bad size $s" >&2; exit 64; }
+    for c in "${order[@]}"; do
+      raw="$OUT_DIR/raw/$c-$b-$r.txt"
+      run_case "$c" "$b" >"$raw"
+      # collcomm: "[0] size count type redop root time algbw busbw ..."; MPI: "allreduce size count iters time algbw busbw".
+      awk -v c="$c" -v b="$b" '
+        $1 == "[0]" && $2 == b { print c "\t" b "\t" $7 "\t" $9; found = 1 }
+        $1 == "allreduce" && $2 == b { print c "\t" b "\t" $5 "\t" $7; found = 1 }
+        END { if (!found) print c "\t" b "\tFAILED\tFAILED" }' "$raw" >>"$results"
+    done
+  done
+done
+
+python3 - "$results" "$CASES" <<'EOF'
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+cases = sys.argv[2].split(",")
+sizes = sorted({int(r[1]) for r in rows})
+def fmt(b):
+    return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB" if b >= 1024 else f"{b} B"
+print("| case | " + " | ".join(fmt(s) for s in sizes) + " |")
+print("|---|" + "---|" * len(sizes))
+for c in cases:
+    cells = []
+    for s in sizes:
+        v = [r for r in rows if r[0] == c and int(r[1]) == s]
+        ok = [r for r in v if r[2] != "FAILED"]
+        if not ok:
+            cells.append("FAILED" if v else "-")
+        elif s >= 1 << 20:
+            cells.append(f"{statistics.median(float(r[3]) for r in ok):.2f} GB/s")
+        else:
+            cells.append(f"{statistics.median(float(r[2]) for r in ok):.1f} us")
+    print(f"| {c} | " + " | ".join(cells) + f" |")
+print(f"\nmedians of {len(rows) // max(1, len(cases) * len(sizes))} runs per cell; raw outputs in {sys.argv[1].rsplit('/', 1)[0]}/raw")
+EOF
