@@ -244,8 +244,9 @@ typedef struct ccSimInfo_v1 {
  * alone. A communicator's operations add up; communicators run side by side, so the group takes
  * its slowest one's time. Host communicators only for now. ccInvalidArgument: simInfo is NULL or
  * not from CC_SIM_INFO_INITIALIZER. ccInvalidUsage: no group is open, the group is nested (the
- * inner ccGroupEnd would run nothing either), it creates or splits communicators, or it holds a GPU
- * communicator's operations; the group is then left open as it was, for ccGroupEnd to run. */
+ * inner ccGroupEnd would run nothing either), it creates or splits communicators, it holds a GPU
+ * communicator's operations, or a non-blocking communicator of it still has work in progress; the
+ * group is then left open as it was, for ccGroupEnd to run. */
 ccResult_t ccGroupSimulateEnd(ccSimInfo_t* simInfo);
 
 #ifdef __cplusplus

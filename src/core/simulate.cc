@@ -2,6 +2,7 @@
 // timed by the host cost model.
 #include "core/simulate.h"
 
+#include "core/async.h"
 #include "core/op_plan.h"
 #include "device/dtypes.h"
 #include "plan/host_model.h"
@@ -29,6 +30,9 @@ Status estimateOpsUs(ccComm* comm, const Op* ops, size_t nOps, double* us) {
                     "ccGroupSimulateEnd: rank %d's communicator is on a GPU, and the GPU planner does not use the "
                     "cost model yet (docs/planning.md); simulate host communicators only",
                     comm->rank);
+  // A non-blocking communicator's worker may still be making it (or running earlier operations,
+  // which may connect NET): its shape is read only when the worker is idle.
+  CC_CHECK(checkNoWorkInProgress(comm, "ccGroupSimulateEnd"));
   if (comm->nranks > 1 && comm->channels.empty())
     return CC_ERROR(Status::kInvalidUsage,
                     "ccGroupSimulateEnd: rank %d's communicator is not connected yet (made in a group whose ccGroupEnd "
