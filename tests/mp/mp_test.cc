@@ -590,8 +590,9 @@ constexpr int kExitNamedAnotherRank = 3;
 // allreduce, must fail fast with ccRemoteError/ccTimeout and abort promptly. strictNames: every
 // survivor's ccGetLastError names the dead rank and its host; otherwise a survivor may name the
 // peer that left the operation because of it, as long as one survivor names the dead rank.
-void runDieJob(const char* scenario, bool strictNames, bool net = false, bool ofi = false, const char* algo = "",
-               const char* plugin = "") {
+// ofiProvider: over the OFI backend with that libfabric provider (implies net).
+void runDieJob(const char* scenario, bool strictNames, bool net = false, const char* ofiProvider = "",
+               const char* algo = "", const char* plugin = "") {
   const int nranks = 3;
   // COLLCOMM_TIMEOUT is small so that a regression fails instead of hanging; a dead process on
   // this host is noticed through /proc within ~100 ms anyway (over NET: its sockets close).
@@ -601,9 +602,9 @@ void runDieJob(const char* scenario, bool strictNames, bool net = false, bool of
     env.push_back("COLLCOMM_SHM_DISABLE=1");
     env.push_back("COLLCOMM_HOSTID=");  // hosts told apart by COLLCOMM_HOSTID below would skip /proc
   }
-  if (ofi) {
+  if (ofiProvider[0] != '\0') {
     env.push_back("COLLCOMM_NET=ofi");
-    env.push_back("COLLCOMM_OFI_PROVIDER=tcp");
+    env.push_back(std::string("COLLCOMM_OFI_PROVIDER=") + ofiProvider);
   }
   if (plugin[0] != '\0') env.push_back("COLLCOMM_NET_PLUGIN=" + testNetPlugin(plugin));
   WorkerJob job(scenario, nranks, env, 60);
@@ -640,34 +641,38 @@ TEST(ProcessFailure, RankDyingMidAllReduceFailsPeersFast) { runDieJob("die-mid",
 // former first; in die-mid which survivor notices first varies from run to run.
 TEST(ProcessFailure, EverySurvivorNamesTheDeadRank) { runDieJob("die", true); }
 TEST(ProcessFailure, RankDyingMidAllReduceOverNetFailsPeersFast) { runDieJob("die-mid", false, true); }
-// The same over libfabric's tcp provider: the dead rank's endpoints refuse the survivors' sends and
-// probes (the OFI backend's departure detection). The survivors' ccCommAbort closes endpoints whose
-// live peer's steps are still arriving: with libfabric 1.17's rendezvous reads that crashed inside
-// fi_close now and then (docs/net.md, "The teardown crash").
-TEST(ProcessFailure, RankDyingMidAllReduceOverOfiFailsPeersFast) {
-  CC_REQUIRE_OFI_PROVIDER("tcp");
-  runDieJob("die-mid", false, true, true);
+// The same over libfabric, once per provider (the test's parameter): the dead rank's endpoints
+// refuse the survivors' sends and probes (the OFI backend's departure detection; tcp: the
+// connection is refused). Over tcp the survivors' ccCommAbort closes endpoints whose live peer's
+// steps are still arriving: with libfabric 1.17's rendezvous reads that crashed inside fi_close now
+// and then (docs/net.md, "The teardown crash").
+class ProcessFailureOverOfi : public ::testing::TestWithParam<const char*> {};
+TEST_P(ProcessFailureOverOfi, RankDyingMidAllReduceFailsPeersFast) {
+  CC_REQUIRE_OFI_PROVIDER(GetParam());
+  runDieJob("die-mid", false, true, GetParam());
 }
-TEST(ProcessFailure, DeadRankOverOfiFailsPeersFast) {
-  CC_REQUIRE_OFI_PROVIDER("tcp");
-  runDieJob("die", false, true, true);
+TEST_P(ProcessFailureOverOfi, DeadRankFailsPeersFast) {
+  CC_REQUIRE_OFI_PROVIDER(GetParam());
+  runDieJob("die", false, true, GetParam());
 }
+INSTANTIATE_TEST_SUITE_P(Provider, ProcessFailureOverOfi, ::testing::Values("tcp", "shm"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 // The tree AllReduce (COLLCOMM_ALGO=Tree; on one host the chain 0 - 1 - 2): the dead leaf's parent
 // sees it go, and the root learns the culprit from the parent's departure.
-TEST(ProcessFailure, TreeAllReduceWithADeadRankNamesIt) { runDieJob("die", true, false, false, "Tree"); }
-TEST(ProcessFailure, RankDyingMidTreeAllReduceFailsPeersFast) { runDieJob("die-mid", false, false, false, "Tree"); }
+TEST(ProcessFailure, TreeAllReduceWithADeadRankNamesIt) { runDieJob("die", true, false, "", "Tree"); }
+TEST(ProcessFailure, RankDyingMidTreeAllReduceFailsPeersFast) { runDieJob("die-mid", false, false, "", "Tree"); }
 TEST(ProcessFailure, RankDyingMidTreeAllReduceOverNetFailsPeersFast) {
-  runDieJob("die-mid", false, true, false, "Tree");
+  runDieJob("die-mid", false, true, "", "Tree");
 }
 // The same over net plugins (COLLCOMM_NET_PLUGIN): the socket backend as a plugin of the public ABI,
 // and our NCCL v8 layout plugin (its sockets close with the dead process; no farewell is mapped).
 TEST(ProcessFailure, RankDyingMidAllReduceOverSocketPluginFailsPeersFast) {
-  runDieJob("die-mid", false, true, false, "", "socket");
+  runDieJob("die-mid", false, true, "", "", "socket");
 }
 TEST(ProcessFailure, RankDyingMidAllReduceOverNcclPluginFailsPeersFast) {
-  runDieJob("die-mid", false, true, false, "", "nccl");
+  runDieJob("die-mid", false, true, "", "", "nccl");
 }
-TEST(ProcessFailure, DeadRankOverNcclPluginFailsPeersFast) { runDieJob("die", false, true, false, "", "nccl"); }
+TEST(ProcessFailure, DeadRankOverNcclPluginFailsPeersFast) { runDieJob("die", false, true, "", "", "nccl"); }
 
 // ---- many ranks (issue 22) ----
 
@@ -927,10 +932,12 @@ TEST(ProcessNetns, SweepAcrossHostsOverSocketPlugin) {
 
 // A host's link goes down in the middle of large allreduces: every rank returns ccRemoteError or
 // ccTimeout (COLLCOMM_TIMEOUT=10) naming a rank and its host, and aborts promptly; nothing hangs.
-TEST(ProcessNetns, LinkDownMidAllReduceFailsEveryRank) {
+// `env` (besides the timeout) for every rank: the NET backend.
+void linkDownMidAllReduce(std::vector<std::string> env) {
   NetnsLab lab;
   if (const std::string why = lab.setUp(3); !why.empty()) GTEST_SKIP() << why;
-  WorkerJob job("linkdown", 3, {"COLLCOMM_TIMEOUT=10"}, 45, 40);
+  env.insert(env.begin(), "COLLCOMM_TIMEOUT=10");
+  WorkerJob job("linkdown", 3, env, 45, 40);
   job.setLauncher(lab.launcher());
   bool cut = false, cutOk = false;
   job.setTick([&](double seconds) {
@@ -951,6 +958,15 @@ TEST(ProcessNetns, LinkDownMidAllReduceFailsEveryRank) {
         << job.allOutput();
   // The link went down 2 s in; the deadline is 10 s per operation.
   EXPECT_LT(seconds, 16.0) << job.allOutput();
+}
+
+TEST(ProcessNetns, LinkDownMidAllReduceFailsEveryRank) { linkDownMidAllReduce({}); }
+// The same over libfabric's tcp provider: a downed link breaks no connection and fails no send
+// (the kernel keeps retransmitting), so the OFI backend's probes stay unanswered and every rank
+// stops at COLLCOMM_TIMEOUT.
+TEST(ProcessNetns, LinkDownMidAllReduceOverOfiFailsEveryRank) {
+  CC_REQUIRE_OFI_PROVIDER("tcp");
+  linkDownMidAllReduce({"COLLCOMM_NET=ofi", "COLLCOMM_OFI_PROVIDER=tcp"});
 }
 
 // The leftover check is not vacuous: it finds a segment named the way the SHM transport names them.
