@@ -147,6 +147,7 @@ struct Comm {
   Hello hello{};
   bool helloPosted = false;
   Clock::time_point lastProbe{};
+  Clock::time_point probeRefusedSince{};  // the first of the probes refused in a row (see maybeProbe)
 };
 
 // ---- handshake (net_ofi_handshake.cc)

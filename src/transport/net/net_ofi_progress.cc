@@ -4,7 +4,11 @@
 // Departures: reliable datagrams have no connection to break, so each side says goodbye (a control
 // message) as it closes, and a side waiting on a request probes its peer now and then (kProbeEvery):
 // a send to an endpoint that no longer exists fails, so a peer that died is found within a few
-// probes, and one that closed is found by its goodbye. A goodbye travels behind the peer's last
+// probes, and one that closed is found by its goodbye. rxm over tcp fails a probe only when it is in
+// flight as the peer's socket breaks; after that rxm reconnects for each new one, is refused, and
+// refuses the post with -FI_EAGAIN every time, so a probe refused for kProbeRefusedFor means the
+// peer is gone too (a live peer's connection is set up already and takes a 16-byte control message
+// at once). The shm provider reports sends to a dead process as done: it never notices one. A goodbye travels behind the peer's last
 // messages (send-after-send order), so a receive those messages match still completes; the comm
 // fails only once a poll after the goodbye finds nothing more (kEmptyPollsAfterGoodbye).
 //
@@ -22,6 +26,7 @@ namespace collcomm::detail::netofi {
 namespace {
 
 constexpr auto kProbeEvery = std::chrono::milliseconds(500);
+constexpr auto kProbeRefusedFor = std::chrono::seconds(2);
 constexpr int kEmptyPollsAfterGoodbye = 2;
 // How long closing a comm waits for its goodbye (and a farewell before it) to leave.
 constexpr auto kGoodbyeWait = std::chrono::milliseconds(100);
@@ -210,7 +215,13 @@ void maybeProbe(Comm* comm) {
   const auto now = Clock::now();
   if (now - comm->lastProbe < kProbeEvery) return;
   comm->lastProbe = now;
-  postCtrl(comm, &comm->probeOp, CtrlKind::kProbe, 0);
+  if (postCtrl(comm, &comm->probeOp, CtrlKind::kProbe, 0)) {
+    comm->probeRefusedSince = Clock::time_point{};
+  } else if (comm->probeRefusedSince == Clock::time_point{}) {
+    comm->probeRefusedSince = now;
+  } else if (now - comm->probeRefusedSince >= kProbeRefusedFor) {
+    peerLeft(comm, "the peer is gone (it has refused every probe for 2 s)");
+  }
 }
 
 }  // namespace
