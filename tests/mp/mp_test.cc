@@ -651,22 +651,20 @@ TEST(ProcessFailure, RankDyingMidAllReduceFailsPeersFast) { runDieJob("die-mid",
 // former first; in die-mid which survivor notices first varies from run to run.
 TEST(ProcessFailure, EverySurvivorNamesTheDeadRank) { runDieJob("die", true); }
 TEST(ProcessFailure, RankDyingMidAllReduceOverNetFailsPeersFast) { runDieJob("die-mid", false, true); }
-// The same over libfabric, once per provider (the test's parameter): the dead rank's endpoints
-// refuse the survivors' sends and probes (the OFI backend's departure detection; tcp: the
-// connection is refused). Over tcp the survivors' ccCommAbort closes endpoints whose live peer's
-// steps are still arriving: with libfabric 1.17's rendezvous reads that crashed inside fi_close now
-// and then (docs/net.md, "The teardown crash").
-class ProcessFailureOverOfi : public ::testing::TestWithParam<const char*> {};
-TEST_P(ProcessFailureOverOfi, RankDyingMidAllReduceFailsPeersFast) {
-  CC_REQUIRE_OFI_PROVIDER(GetParam());
-  runDieJob("die-mid", false, true, GetParam());
+// The same over libfabric's tcp provider: the dead rank's endpoints refuse the survivors' sends and
+// probes (the OFI backend's departure detection). The survivors' ccCommAbort closes endpoints whose
+// live peer's steps are still arriving: with libfabric 1.17's rendezvous reads that crashed inside
+// fi_close now and then (docs/net.md, "The teardown crash"). Not over the shm provider: in libfabric
+// 1.17 a survivor's send to a process that died inside shm's progress spins for good on a lock in
+// the dead process's memory (docs/net.md, "Limits").
+TEST(ProcessFailure, RankDyingMidAllReduceOverOfiFailsPeersFast) {
+  CC_REQUIRE_OFI_PROVIDER("tcp");
+  runDieJob("die-mid", false, true, "tcp");
 }
-TEST_P(ProcessFailureOverOfi, DeadRankFailsPeersFast) {
-  CC_REQUIRE_OFI_PROVIDER(GetParam());
-  runDieJob("die", false, true, GetParam());
+TEST(ProcessFailure, DeadRankOverOfiFailsPeersFast) {
+  CC_REQUIRE_OFI_PROVIDER("tcp");
+  runDieJob("die", false, true, "tcp");
 }
-INSTANTIATE_TEST_SUITE_P(Provider, ProcessFailureOverOfi, ::testing::Values("tcp", "shm"),
-                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 // Over tcp with /proc out of play (hosts told apart): the backend's own probes find the dead rank
 // (rxm refuses every probe once the peer's socket broke; about 2 s). Not over shm, which completes
 // sends to a dead process as if it were there (docs/net.md, "Limits").
