@@ -676,9 +676,7 @@ TEST(ProcessFailure, RankDyingMidAllReduceOverOfiOnSeparateHostsIsFoundByTheBack
 // sees it go, and the root learns the culprit from the parent's departure.
 TEST(ProcessFailure, TreeAllReduceWithADeadRankNamesIt) { runDieJob("die", true, false, "", "Tree"); }
 TEST(ProcessFailure, RankDyingMidTreeAllReduceFailsPeersFast) { runDieJob("die-mid", false, false, "", "Tree"); }
-TEST(ProcessFailure, RankDyingMidTreeAllReduceOverNetFailsPeersFast) {
-  runDieJob("die-mid", false, true, "", "Tree");
-}
+TEST(ProcessFailure, RankDyingMidTreeAllReduceOverNetFailsPeersFast) { runDieJob("die-mid", false, true, "", "Tree"); }
 // The same over net plugins (COLLCOMM_NET_PLUGIN): the socket backend as a plugin of the public ABI,
 // and our NCCL v8 layout plugin (its sockets close with the dead process; no farewell is mapped).
 TEST(ProcessFailure, RankDyingMidAllReduceOverSocketPluginFailsPeersFast) {

@@ -8,9 +8,10 @@
 // flight as the peer's socket breaks; after that rxm reconnects for each new one, is refused, and
 // refuses the post with -FI_EAGAIN every time, so a probe refused for kProbeRefusedFor means the
 // peer is gone too (a live peer's connection is set up already and takes a 16-byte control message
-// at once). The shm provider reports sends to a dead process as done: it never notices one. A goodbye travels behind the peer's last
-// messages (send-after-send order), so a receive those messages match still completes; the comm
-// fails only once a poll after the goodbye finds nothing more (kEmptyPollsAfterGoodbye).
+// at once). The shm provider reports sends to a dead process as done: it never notices one. A
+// goodbye travels behind the peer's last messages (send-after-send order), so a receive those
+// messages match still completes; the comm fails only once a poll after the goodbye finds nothing
+// more (kEmptyPollsAfterGoodbye).
 //
 // Tier: the proxy's data path. isend/irecv post one libfabric operation; test reads the comm's
 // completion queue (no syscall for providers with manual progress beyond what the provider makes;
