@@ -975,8 +975,8 @@ void linkDownMidAllReduce(std::vector<std::string> env) {
 
 TEST(ProcessNetns, LinkDownMidAllReduceFailsEveryRank) { linkDownMidAllReduce({}); }
 // The same over libfabric's tcp provider: a downed link breaks no connection and fails no send
-// (the kernel keeps retransmitting), so the OFI backend's probes stay unanswered and every rank
-// stops at COLLCOMM_TIMEOUT.
+// (the kernel keeps retransmitting), so the OFI backend's probes neither fail nor are refused, and
+// every rank stops at COLLCOMM_TIMEOUT.
 TEST(ProcessNetns, LinkDownMidAllReduceOverOfiFailsEveryRank) {
   CC_REQUIRE_OFI_PROVIDER("tcp");
   linkDownMidAllReduce({"COLLCOMM_NET=ofi", "COLLCOMM_OFI_PROVIDER=tcp"});
