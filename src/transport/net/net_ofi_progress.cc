@@ -216,6 +216,13 @@ void maybeProbe(Comm* comm) {
   const auto now = Clock::now();
   if (now - comm->lastProbe < kProbeEvery) return;
   comm->lastProbe = now;
+  // A probe still in flight is no refusal: behind a live peer that does not read yet (its process
+  // elsewhere, its proxy asleep) the stream fills and the probe waits; only a post refused outright
+  // counts.
+  if (comm->probeOp.posted) {
+    comm->probeRefusedSince = Clock::time_point{};
+    return;
+  }
   if (postCtrl(comm, &comm->probeOp, CtrlKind::kProbe, 0)) {
     comm->probeRefusedSince = Clock::time_point{};
   } else if (comm->probeRefusedSince == Clock::time_point{}) {
