@@ -12,11 +12,10 @@
 // sentence). Core includes no file of either. This header includes no CUDA header and no host
 // platform header.
 //
-// Where the two still differ (issue "one path"): the Direct algorithm is a host-only algorithm of
-// the host executor (device/host/host_direct.cc); point-to-point batches and the one-shot AllReduce
-// on more than two ranks are portable (collectives/p2p.h, one_shot_all_reduce.h) and their CUDA
-// kernels compile, but only the host executor runs them yet. The CUDA executor refuses all three
-// (core's checks and the planner stop such calls first).
+// Where the two still differ (issue "one path"): point-to-point batches, the one-shot AllReduce on
+// more than two ranks and Direct are portable (collectives/p2p.h, one_shot_all_reduce.h, direct.h)
+// and their CUDA kernels compile, but only the host executor runs them yet. The CUDA executor
+// refuses all three (core's checks and the planner stop such calls first).
 #pragma once
 
 #include <atomic>

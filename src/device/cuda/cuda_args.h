@@ -134,4 +134,32 @@ struct CudaOneShotArgs {
   ExecPeerConn peers[kCudaMaxOneShotRanks];  // device-visible connections to every peer (own unused)
 };
 
+// Direct (direct_kernel.cu): one block runs the portable collectives/direct.h over the per-peer
+// connections for its exchanges and the peers' buffers through CudaPlatform's peer-memory hooks
+// (pointers as they are: ranks of one process; other processes need CUDA IPC, not wired).
+// Connections and transfers as CudaOneShotArgs; the descriptors and tokens live in the block's
+// shared memory. chunk: nranks * directChunkBytes(nranks) bytes of device memory (ReduceScatter,
+// AllReduce), the counterpart of the host executor's Direct scratch (host_direct.cc), which the
+// CUDA executor would own like the one-shot's gather buffer. Not yet launched.
+inline constexpr int kCudaMaxDirectRanks = 16;
+struct CudaDirectArgs {
+  CollKind kind;  // AllGather, Broadcast, ReduceScatter or AllReduce
+  ccDataType_t dtype;
+  RedOpKind opKind;   // ignored by AllGather and Broadcast
+  uint64_t opArg;     // the functor's argument (op_arg.h)
+  int32_t builtinOp;  // as ExecColl::builtinOp: what the ranks compare
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;  // as ExecColl::count
+  int root;
+  int rank;
+  int nranks;  // 1..kCudaMaxDirectRanks
+  int nthreads;
+  const volatile uint32_t* abortFlag;  // as CudaCollArgs
+  uint64_t timeoutNs;
+  CudaKernelStatus* status;  // required
+  void* chunk;
+  ExecPeerConn peers[kCudaMaxDirectRanks];  // device-visible connections to every peer (own unused)
+};
+
 }  // namespace collcomm::detail

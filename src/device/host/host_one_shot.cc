@@ -31,8 +31,8 @@ Status HostExecutor::runOneShotAllReduce(const ExecColl& c, const HostWaitContex
   const size_t bytes = c.count * dtypeSize(c.dtype);
   try {
     if (gatherScratch_.size() < bytes * n) gatherScratch_.resize(bytes * n);
-    if (oneShotTransfers_.size() < 2 * static_cast<size_t>(n - 1))
-      oneShotTransfers_.resize(2 * static_cast<size_t>(n - 1));
+    if (peerTransfers_.size() < 2 * static_cast<size_t>(n - 1))
+      peerTransfers_.resize(2 * static_cast<size_t>(n - 1));
   } catch (const std::bad_alloc&) {
     return CC_ERROR(Status::kSystemError,
                     "AllReduce on rank %d: no memory for the one-shot algorithm's %zu-byte gather buffer; unset "
@@ -40,7 +40,7 @@ Status HostExecutor::runOneShotAllReduce(const ExecColl& c, const HostWaitContex
                     rank, bytes * n);
   }
   const OneShotWork w{
-      c.sendbuff, c.recvbuff, c.count, rank, n, c.peers, gatherScratch_.data(), oneShotTransfers_.data()};
+      c.sendbuff, c.recvbuff, c.count, rank, n, c.peers, gatherScratch_.data(), peerTransfers_.data()};
   return dispatchReduction<OneShotRun>(c.dtype, c.op.kind, w, c.op.opArg, ctx);
 }
 
