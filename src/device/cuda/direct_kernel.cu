@@ -42,9 +42,21 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaDirectKernel(const __grid
   __syncthreads();
   CudaPlatform plat(args.abortFlag, args.status, args.timeoutNs, &blockFailed, nullptr, nullptr, nullptr);
   const Fn fn(args.opArg);
-  const DirectWork w{args.kind, args.sendbuff, args.recvbuff, args.count, dtypeSize(args.dtype),
-                     static_cast<int32_t>(args.dtype), args.builtinOp, args.root, self, n, peers, descs, tokens,
-                     transfers, args.chunk};
+  const DirectWork w{args.kind,
+                     args.sendbuff,
+                     args.recvbuff,
+                     args.count,
+                     dtypeSize(args.dtype),
+                     static_cast<int32_t>(args.dtype),
+                     args.builtinOp,
+                     args.root,
+                     self,
+                     n,
+                     peers,
+                     descs,
+                     tokens,
+                     transfers,
+                     args.chunk};
   const DirectResult r = directCollective<T>(plat, fn, w);
   if (r.mismatch >= 0)
     plat.fail(ccInvalidUsage, CudaFailReason::kSizeMismatch, recvs[r.mismatch].peer, "the same call",
@@ -82,7 +94,8 @@ const void* directKernelFor(ccDataType_t dtype, RedOpKind op) {
     return directKernelOf<T>(op);
     CC_DTYPE_LIST(CC_DIRECT_DTYPE)
 #undef CC_DIRECT_DTYPE
-    default: break;
+    default:
+      break;
   }
   return nullptr;
 }
@@ -106,7 +119,8 @@ Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream) 
                     kCudaMinThreads, kCudaMaxThreads);
   for (int p = 0; p < args.nranks; ++p)
     if (p != args.rank && (args.peers[p].send == nullptr || args.peers[p].recv == nullptr))
-      return CC_ERROR(Status::kInvalidArgument, "CUDA launch of Direct %s on rank %d: the connections to rank %d are missing",
+      return CC_ERROR(Status::kInvalidArgument,
+                      "CUDA launch of Direct %s on rank %d: the connections to rank %d are missing",
                       collName(args.kind), args.rank, p);
   CudaDirectArgs copy = args;
   void* params[] = {&copy};
