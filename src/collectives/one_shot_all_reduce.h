@@ -1,20 +1,31 @@
-// One-shot AllReduce for two ranks: each rank sends its whole input to the other and reduces the
-// peer's input with its own. One hand-off between the ranks instead of the ring's two, at the cost
-// of each rank reducing every element (the ring splits that work): the planner picks it for small
-// and mid-sized messages.
+// One-shot AllReduce: every rank hands its whole input to every other and reduces all inputs
+// itself. One hand-off between ranks instead of the ring's 2(n-1), at the cost of each rank
+// reducing every element (the ring splits that work) and, beyond two ranks, n-1 sends of the
+// whole input: the planner picks it for small and mid-sized messages, where the hand-offs are
+// the cost.
 //
-// Both ranks get the same bits: they compute peer (+) own, which for two operands is own (+) peer
-// on the other rank, and every reduction here is commutative bit for bit (IEEE addition and
-// multiplication, min, max, integer arithmetic; pre-ops apply to each input alike, post-ops to the
-// sum). For more ranks the order of operands would differ between ranks here, so more ranks
-// gather every input over per-peer connections and reduce in rank order (core/enqueue.cc).
+// Two ranks (oneShotAllReduce, over the ring's Primitives: the ring of two joins the pair both
+// ways): each sends its input to the other and reduces the peer's input with its own. Both get
+// the same bits: they compute peer (+) own, which for two operands is own (+) peer on the other
+// rank, and every reduction here is commutative bit for bit (IEEE addition and multiplication,
+// min, max, integer arithmetic; pre-ops apply to each input alike, post-ops to the sum). Chunks
+// are sent before they are received, each at most half the FIFO, so both ranks sending at once
+// never wait on each other's space.
 //
-// Chunks are sent before they are received, each at most half the FIFO, so both ranks sending at
-// once never wait on each other's space.
+// Any number of ranks (oneShotAllReduceAny): with more than two operands the order would differ
+// between ranks, so every rank gathers every input over the per-peer collective connections (the
+// point-to-point engine, p2p.h, all peers at once) and reduces them in rank order
+// (rank_order_reduce.h): every rank computes the same bits.
 #pragma once
 
+#include <cstddef>
+
 #include "collectives/coll_work.h"
+#include "collectives/p2p.h"
+#include "collectives/rank_order_reduce.h"
 #include "collectives/ring_all_reduce.h"
+#include "device/reduce_copy.h"
+#include "device/transfer.h"
 
 namespace collcomm::detail {
 
@@ -28,6 +39,54 @@ CC_HD void oneShotAllReduce(Prims& prims, const RingWork& w) {
     prims.send(src + base, len);
     prims.recvReduceCopy(src + base, dst + base, len, /*post=*/true);
   }
+}
+
+// One rank's part of the one-shot AllReduce on any number of ranks. Scratch comes from the
+// executor, so the algorithm allocates nothing: the host executor's grow on first need
+// (HostExecutor, host_one_shot.cc); the CUDA kernel's transfers live in its threads' registers
+// and its gather buffer would be device memory the CUDA executor owns (one_shot_kernel.cu).
+struct OneShotWork {
+  const void* sendbuff;
+  void* recvbuff;  // may be sendbuff (in place)
+  size_t count;    // elements
+  int rank;
+  int nranks;
+  const ExecPeerConn* peers;  // nranks entries, connected (this rank's own unused)
+  void* gather;               // nranks * count elements: slot p receives rank p's input
+  ExecTransfer* transfers;    // 2 * (nranks - 1) entries, overwritten
+};
+
+// Every input to every rank (the engine runs the 2(n-1) transfers together, so no order of
+// sends can deadlock), then recvbuff = in0 (+) in1 (+) ... (+) in{n-1} in rank order, pre-ops
+// on every input and the post-op on the result. False once a wait failed (the platform holds
+// why; the threads leave without another barrier, as the engine does).
+template <class T, class Fn, class Platform>
+CC_HD bool oneShotAllReduceAny(Platform& plat, const Fn& fn, const OneShotWork& w) {
+  T* gather = static_cast<T*>(w.gather);
+  const T* own = static_cast<const T*>(w.sendbuff);
+  T* dst = static_cast<T*>(w.recvbuff);
+  // In place, the passes before this rank's operand overwrite it (ranks 0 and 1 are read by the
+  // first pass before it writes): keep a copy in this rank's own slot. The sends read the
+  // input before any pass runs.
+  if (own == dst && w.rank >= 2) {
+    reduceCopy(fn, plat.tid(), plat.nthreads(), w.count, own, false, static_cast<const T*>(nullptr), false,
+               gather + w.count * w.rank, static_cast<T*>(nullptr), false);
+    own = gather + w.count * w.rank;
+  }
+  const size_t bytes = w.count * sizeof(T);
+  size_t n = 0;
+  for (int p = 0; p < w.nranks; ++p) {
+    if (p == w.rank) continue;
+    w.transfers[n++] = ExecTransfer{true, p, const_cast<void*>(w.sendbuff), bytes, w.peers[p].send, nullptr, 0};
+    w.transfers[n++] = ExecTransfer{false, p, gather + w.count * p, bytes, nullptr, w.peers[p].recv, 0};
+  }
+  P2pEngine<Platform> engine(plat, w.transfers, n);
+  if (!engine.run()) return false;
+  plat.barrier();  // every slot (and the copy above) written before any thread reduces
+  reduceInRankOrder<T>(
+      plat, fn, w.nranks, [&](int p) { return p == w.rank ? own : static_cast<const T*>(gather + w.count * p); }, dst,
+      w.count);
+  return true;
 }
 
 // AllReduce by the algorithm the planner chose (RingWork::algo).

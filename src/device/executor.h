@@ -12,10 +12,10 @@
 // sentence). Core includes no file of either. This header includes no CUDA header and no host
 // platform header.
 //
-// Where the two still differ (issue "one path"): the one-shot AllReduce on more than two ranks and
-// the Direct algorithm are host-only algorithms of the host executor (device/host/host_one_shot.cc,
-// host_direct.cc); point-to-point batches are portable (collectives/p2p.h) but only the host
-// executor runs them yet. The CUDA executor refuses all three (core's checks stop such calls first).
+// Where the two still differ (issue "one path"): point-to-point batches, the one-shot AllReduce on
+// more than two ranks and Direct are portable (collectives/p2p.h, one_shot_all_reduce.h, direct.h)
+// and their CUDA kernels compile, but only the host executor runs them yet. The CUDA executor
+// refuses all three (core's checks and the planner stop such calls first).
 #pragma once
 
 #include <atomic>
@@ -44,14 +44,6 @@ struct ExecChannel {
   RecvConn* recv;
   const int* ringRanks;  // nranks entries
   int ringPos;
-};
-
-// This rank's connections to one peer for the algorithms that talk to every peer (one-shot
-// AllReduce on more than two ranks, Direct). Core makes them before handing over such a
-// collective (ExecColl::peers).
-struct ExecPeerConn {
-  SendConn* send;
-  RecvConn* recv;
 };
 
 // One planned collective, as every executor takes it. The last fields are plan decisions that

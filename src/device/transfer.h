@@ -1,5 +1,7 @@
-// One point-to-point transfer as executors take it: plain data, shared by core (which fills it),
-// the host executor and device code (collectives/p2p.h runs batches of them). No CUDA header.
+// One point-to-point transfer as executors take it, and a rank's connections to one peer: plain
+// data, shared by core (which fills them), the executors and device code (collectives/p2p.h runs
+// batches of transfers; the one-shot and Direct algorithms build theirs over per-peer
+// connections). No CUDA header.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +22,14 @@ struct ExecTransfer {
   SendConn* send;   // isSend, peer != self
   RecvConn* recv;   // !isSend, peer != self
   size_t done = 0;  // the executor's progress: 0 when handed over
+};
+
+// This rank's connections to one peer for the algorithms that talk to every peer (one-shot
+// AllReduce on more than two ranks, Direct). Core makes them before handing over such a
+// collective (ExecColl::peers).
+struct ExecPeerConn {
+  SendConn* send;
+  RecvConn* recv;
 };
 
 }  // namespace collcomm::detail

@@ -108,4 +108,58 @@ struct CudaP2pArgs {
   ExecTransfer transfers[kCudaMaxP2pTransfers];
 };
 
+// The one-shot AllReduce on more than two ranks (one_shot_kernel.cu): one block runs the portable
+// collectives/one_shot_all_reduce.h (oneShotAllReduceAny) over the per-peer connections. Each
+// thread keeps private copies of the connections and of its 2(nranks - 1) transfers (so the rank
+// count is bounded) and thread 0 writes the step counters back at the end (as CudaChannelArgs).
+// gather: nranks * count elements of device memory the kernel may overwrite, the counterpart of
+// the host executor's grown gather buffer (host_one_shot.cc); the CUDA executor would own one per
+// communicator, grown in stream order (cudaMallocAsync/cudaFreeAsync on the operation's stream)
+// so that a kernel still running on the old one keeps it. Not yet launched (see one_shot_kernel.cu).
+inline constexpr int kCudaMaxOneShotRanks = 16;
+struct CudaOneShotArgs {
+  ccDataType_t dtype;
+  RedOpKind opKind;
+  uint64_t opArg;  // the functor's argument (op_arg.h)
+  const void* sendbuff;
+  void* recvbuff;  // may be sendbuff
+  size_t count;    // elements
+  int rank;
+  int nranks;  // 2..kCudaMaxOneShotRanks
+  int nthreads;
+  const volatile uint32_t* abortFlag;  // as CudaCollArgs
+  uint64_t timeoutNs;
+  CudaKernelStatus* status;  // required
+  void* gather;
+  ExecPeerConn peers[kCudaMaxOneShotRanks];  // device-visible connections to every peer (own unused)
+};
+
+// Direct (direct_kernel.cu): one block runs the portable collectives/direct.h over the per-peer
+// connections for its exchanges and the peers' buffers through CudaPlatform's peer-memory hooks
+// (pointers as they are: ranks of one process; other processes need CUDA IPC, not wired).
+// Connections and transfers as CudaOneShotArgs; the descriptors and tokens live in the block's
+// shared memory. chunk: nranks * directChunkBytes(nranks) bytes of device memory (ReduceScatter,
+// AllReduce), the counterpart of the host executor's Direct scratch (host_direct.cc), which the
+// CUDA executor would own like the one-shot's gather buffer. Not yet launched.
+inline constexpr int kCudaMaxDirectRanks = 16;
+struct CudaDirectArgs {
+  CollKind kind;  // AllGather, Broadcast, ReduceScatter or AllReduce
+  ccDataType_t dtype;
+  RedOpKind opKind;   // ignored by AllGather and Broadcast
+  uint64_t opArg;     // the functor's argument (op_arg.h)
+  int32_t builtinOp;  // as ExecColl::builtinOp: what the ranks compare
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;  // as ExecColl::count
+  int root;
+  int rank;
+  int nranks;  // 1..kCudaMaxDirectRanks
+  int nthreads;
+  const volatile uint32_t* abortFlag;  // as CudaCollArgs
+  uint64_t timeoutNs;
+  CudaKernelStatus* status;  // required
+  void* chunk;
+  ExecPeerConn peers[kCudaMaxDirectRanks];  // device-visible connections to every peer (own unused)
+};
+
 }  // namespace collcomm::detail

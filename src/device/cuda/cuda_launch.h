@@ -25,6 +25,20 @@ Status cudaLaunchCollective(const CudaCollArgs& args, struct CUstream_st* stream
 // called by the CUDA executor (see p2p_kernel.cu). Control tier; thread-safe.
 Status cudaLaunchP2p(const CudaP2pArgs& args, struct CUstream_st* stream);
 
+// Queues the one-shot AllReduce kernel for (args.dtype, args.opKind) (one_shot_kernel.cu: one block
+// runs collectives/one_shot_all_reduce.h over the per-peer connections) on `stream` and returns
+// without waiting; status and pointers as cudaLaunchCollective. Errors (nothing queued):
+// kInvalidArgument outside CudaOneShotArgs' contract, kCudaError when the launch fails. Not yet
+// called by the CUDA executor. Control tier; thread-safe.
+Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream);
+
+// Queues the Direct kernel (direct_kernel.cu: one block runs collectives/direct.h) for args.kind on
+// `stream` and returns without waiting; status and pointers as cudaLaunchCollective. Ranks whose
+// calls differ fail the kernel with kSizeMismatch (got: the peer's count, expected: this rank's).
+// Errors (nothing queued): kInvalidArgument outside CudaDirectArgs' contract, kCudaError when the
+// launch fails. Not yet called by the CUDA executor. Control tier; thread-safe.
+Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream);
+
 // The sentence and Status for what a finished kernel left in `status` (kOk when nothing failed).
 // opName and rank name the operation in the sentence. Control tier.
 Status cudaKernelResult(const CudaKernelStatus& status, const char* opName, int rank);

@@ -7,6 +7,8 @@
 //   waitUntil(pred, peer, what) -> bool      false once the wait has failed; the failure is recorded
 //   failSizeMismatch(peer, got, expected)    records a protocol-level disagreement
 //   sendStaging(), recvStaging()             kMaxLlStepPayload bytes each, for LL
+//   peerPointer, readPeer, writePeer         a peer's memory, for Direct (collectives/direct.h):
+//                                            pointers as they are, ranks of one process only
 //
 // Memory model: peers may be other GPUs or the host, so flag accesses are system scope
 // (cuda::atomic_ref<uint64_t, thread_scope_system>: ld.acquire.sys / st.release.sys and their
@@ -37,6 +39,8 @@
 
 #include "device/cuda/cuda_args.h"
 #include "device/fifo.h"
+#include "device/reduce_copy.h"
+#include "device/reduce_ops.h"
 
 namespace collcomm::detail {
 
@@ -131,6 +135,24 @@ class CudaPlatform {
     return i % kPollsPerCheck != 0 || healthy(peer, what, idleClock_);
   }
 
+  // Direct's peer memory (collectives/direct.h). Ranks of one process share one unified address
+  // space, and with peer access on, a peer GPU's buffer is loaded and stored through the peer's
+  // own pointer: that is what peerPointer returns, and what the copies read and write. Ranks in
+  // other processes would need their buffers mapped (CUDA IPC: a cudaIpcGetMemHandle of each
+  // buffer, exchanged, cudaIpcOpenMemHandle here) and their addresses translated: not wired, as
+  // the CUDA executor does not run Direct yet (direct_kernel.cu).
+  __device__ const void* peerPointer(int, const void* remote) const { return remote; }
+  // The block's threads copy (16-byte packs where aligned), then meet at a barrier: on return the
+  // copy is complete and ordered before thread 0's next publish (a release, cumulative).
+  __device__ bool readPeer(int, const void* remote, void* dst, size_t bytes) {
+    copyBytes(remote, dst, bytes);
+    return !failed();
+  }
+  __device__ bool writePeer(int, const void* src, void* remote, size_t bytes) {
+    copyBytes(src, remote, bytes);
+    return !failed();
+  }
+
   __device__ void failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected) {
     fail(ccInvalidUsage, CudaFailReason::kSizeMismatch, peer, "data", got, expected);
   }
@@ -178,6 +200,13 @@ class CudaPlatform {
     bool started = false;
     uint64_t since = 0;  // globaltimer at that check
   };
+
+  __device__ void copyBytes(const void* src, void* dst, size_t bytes) {
+    reduceCopy(FuncSum<uint8_t>(), tid(), nthreads(), bytes, static_cast<const uint8_t*>(src), false,
+               static_cast<const uint8_t*>(nullptr), false, static_cast<uint8_t*>(dst), static_cast<uint8_t*>(nullptr),
+               false);
+    barrier();
+  }
 
   // The GPU's nanosecond timer (PTX %globaltimer): the same on every SM, so a comparison of two
   // reads is meaningful wherever the block runs.

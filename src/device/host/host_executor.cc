@@ -40,6 +40,7 @@ HostWaitContext HostExecutor::waitContext(const ExecOp& op) const {
   ctx.nranks = setup_.nranks;
   ctx.hostNames = setup_.hostNames;
   ctx.failure = op.failure;
+  ctx.peers = setup_.peers.empty() ? nullptr : setup_.peers.data();
   return ctx;
 }
 

@@ -2,9 +2,10 @@
 // calling thread doing the work, and blocks until each is done. Its parts, each in its own
 // translation unit: the ring collectives by family (host_run_*.cc, instantiating the portable
 // algorithms over Primitives<..., HostPlatform>), point-to-point batches (host_p2p.cc, the portable
-// collectives/p2p.h over HostPlatform), and two host-only algorithms that have no portable form yet
-// (issue "one path"): the one-shot AllReduce on more than two ranks (host_one_shot.cc) and Direct
-// (host_direct.cc). Included by src/device/host only: core sees the Executor interface.
+// collectives/p2p.h over HostPlatform), the one-shot AllReduce on more than two ranks
+// (host_one_shot.cc, the portable oneShotAllReduceAny over HostPlatform) and Direct
+// (host_direct.cc, the portable collectives/direct.h over HostPlatform, whose peer-memory hooks
+// are the host's). Included by src/device/host only: core sees the Executor interface.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,7 @@
 
 #include "collcomm.h"
 #include "collectives/coll_list.h"
+#include "collectives/direct.h"
 #include "common/status.h"
 #include "device/executor.h"
 #include "device/fifo.h"
@@ -49,19 +51,6 @@ Status hostRunCopyCollective(const HostCollArgs& args, const HostWaitContext& ct
 // The tree AllReduce (collectives/tree_all_reduce.h) over args.trees; host_run_tree.cc.
 Status hostRunTreeAllReduce(const HostCollArgs& args, const HostWaitContext& ctx);
 
-// dst = pre(srcs[0]) (+) pre(srcs[1]) (+) ... in that order, then post: the local half of the
-// one-shot AllReduce on more than two ranks, and of the Direct ReduceScatter/AllReduce. dst may be
-// srcs[0] or srcs[1] (the first pass reads both before writing); no other overlap.
-struct HostLocalReduceArgs {
-  const void* const* srcs;
-  int nSrcs;
-  void* dst;
-  size_t count;
-  ccDataType_t dtype;
-  RedOpSpec op;
-};
-Status hostReduceLocal(const HostLocalReduceArgs& args);
-
 // A batch of point-to-point transfers (ExecTransfer's contract), their connections made.
 Status hostRunP2p(ExecTransfer* ops, size_t nOps, int selfRank, const HostWaitContext& ctx);
 
@@ -80,15 +69,18 @@ class HostExecutor final : public Executor {
  private:
   // What the waits of operation `op` run under (no stream choices: the callers add the plan's).
   HostWaitContext waitContext(const ExecOp& op) const;
-  // host_one_shot.cc: every rank sends its input to every other, then reduces all inputs in rank
-  // order, so every rank computes the same bits.
+  // host_one_shot.cc: collectives/one_shot_all_reduce.h's oneShotAllReduceAny over this
+  // executor's scratch.
   Status runOneShotAllReduce(const ExecColl& coll, const HostWaitContext& ctx);
-  // host_direct.cc.
+  // host_direct.cc: collectives/direct.h over this executor's scratch.
   Status runDirect(const ExecColl& coll, const HostWaitContext& ctx);
 
   const ExecSetup setup_;
-  std::vector<char> gatherScratch_;  // one-shot AllReduce: every rank's input
-  std::vector<char> directScratch_;  // Direct ReduceScatter/AllReduce: peers' operands, one chunk each
+  std::vector<char> gatherScratch_;          // one-shot AllReduce: every rank's input
+  std::vector<ExecTransfer> peerTransfers_;  // one-shot and Direct: the transfers of one exchange
+  std::vector<DirectDesc> directDescs_;      // Direct: every rank's call
+  std::vector<uint64_t> directTokens_;       // Direct: every rank's READY or DONE
+  std::vector<char> directScratch_;          // Direct ReduceScatter/AllReduce: peers' operands, one chunk each
 };
 
 }  // namespace collcomm::detail

@@ -1,51 +1,47 @@
-// The one-shot AllReduce on more than two ranks: every rank sends its input to every other (over
-// the per-peer collective connections core made, never the user's point-to-point ones), then
-// reduces all inputs in rank order, so every rank computes the same bits. One hand-off instead of
-// the ring's 2(n-1); the planner picks it for small messages, where the hand-offs are the cost.
-// (On two ranks the one-shot AllReduce is the ring's, in host_run_all_reduce.cc.)
-//
-// Host-only for now: its portable form, over Primitives, is a later step of issue "one path".
-// Data tier, on the calling thread; the gather buffer grows on first need (setup cost, once).
-#include <cstring>
+// The one-shot AllReduce on more than two ranks on the host: the portable algorithm
+// (collectives/one_shot_all_reduce.h, oneShotAllReduceAny) over HostPlatform on the calling
+// thread, for every data type and reduction. What is host-only here is the glue: the scratch the
+// algorithm needs (every rank's input, and its transfers), grown on first need and kept (setup
+// cost, once per size), and the sentence when there is no memory for it. (On two ranks the
+// one-shot AllReduce is the ring's, host_run_all_reduce.cc.)
 #include <new>
-#include <vector>
 
+#include "collectives/one_shot_all_reduce.h"
 #include "device/dtypes.h"
+#include "device/host/host_dispatch.h"
 #include "device/host/host_executor.h"
 
 namespace collcomm::detail {
+namespace {
+
+struct OneShotRun {
+  template <class T, class Fn>
+  static Status run(const OneShotWork& w, uint64_t opArg, const HostWaitContext& ctx) {
+    HostPlatform plat(ctx);
+    const Fn fn(opArg);
+    oneShotAllReduceAny<T>(plat, fn, w);
+    return plat.status();
+  }
+};
+
+}  // namespace
 
 Status HostExecutor::runOneShotAllReduce(const ExecColl& c, const HostWaitContext& ctx) {
   const int n = setup_.nranks, rank = setup_.rank;
   const size_t bytes = c.count * dtypeSize(c.dtype);
-  if (gatherScratch_.size() < bytes * n) {
-    try {
-      gatherScratch_.resize(bytes * n);
-    } catch (const std::bad_alloc&) {
-      return CC_ERROR(Status::kSystemError,
-                      "AllReduce on rank %d: no memory for the one-shot algorithm's %zu-byte gather buffer; unset "
-                      "COLLCOMM_ALGO=OneShot for messages this large",
-                      rank, bytes * n);
-    }
+  try {
+    if (gatherScratch_.size() < bytes * n) gatherScratch_.resize(bytes * n);
+    if (peerTransfers_.size() < 2 * static_cast<size_t>(n - 1))
+      peerTransfers_.resize(2 * static_cast<size_t>(n - 1));
+  } catch (const std::bad_alloc&) {
+    return CC_ERROR(Status::kSystemError,
+                    "AllReduce on rank %d: no memory for the one-shot algorithm's %zu-byte gather buffer; unset "
+                    "COLLCOMM_ALGO=OneShot for messages this large",
+                    rank, bytes * n);
   }
-  char* inputs = gatherScratch_.data();
-  // In place, this rank's input is overwritten by the first partial result: keep a copy.
-  const void* own = c.sendbuff;
-  if (c.sendbuff == c.recvbuff && bytes != 0) {
-    memcpy(inputs + bytes * rank, c.sendbuff, bytes);
-    own = inputs + bytes * rank;
-  }
-  std::vector<ExecTransfer> transfers;
-  transfers.reserve(2 * (n - 1));
-  for (int p = 0; p < n; ++p) {
-    if (p == rank) continue;
-    transfers.push_back(ExecTransfer{true, p, const_cast<void*>(c.sendbuff), bytes, c.peers[p].send, nullptr, 0});
-    transfers.push_back(ExecTransfer{false, p, inputs + bytes * p, bytes, nullptr, c.peers[p].recv, 0});
-  }
-  CC_CHECK(hostRunP2p(transfers.data(), transfers.size(), rank, ctx));
-  std::vector<const void*> srcs(n);
-  for (int p = 0; p < n; ++p) srcs[p] = p == rank ? own : inputs + bytes * p;
-  return hostReduceLocal(HostLocalReduceArgs{srcs.data(), n, c.recvbuff, c.count, c.dtype, c.op});
+  const OneShotWork w{
+      c.sendbuff, c.recvbuff, c.count, rank, n, c.peers, gatherScratch_.data(), peerTransfers_.data()};
+  return dispatchReduction<OneShotRun>(c.dtype, c.op.kind, w, c.op.opArg, ctx);
 }
 
 }  // namespace collcomm::detail

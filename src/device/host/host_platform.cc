@@ -1,4 +1,5 @@
-// Slow path of host waits: deciding that a wait has failed, and the sentence that says why.
+// Slow path of host waits: deciding that a wait has failed, and the sentence that says why; and
+// Direct's copies from and to a peer's memory.
 #include "device/host/host_platform.h"
 
 #include <fcntl.h>
@@ -6,6 +7,8 @@
 
 #include <cstdio>
 #include <cstring>
+
+#include "transport/cma/peer_memory.h"
 
 namespace collcomm::detail {
 
@@ -93,6 +96,25 @@ void HostPlatform::failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t 
                      "made calls with different counts, types or operations",
                      ctx_.opName, ctx_.rank, peer.rank, peer.host, static_cast<unsigned long long>(got),
                      static_cast<unsigned long long>(expected));
+}
+
+bool HostPlatform::copyPeer(int rank, void* local, void* remote, size_t bytes, bool intoPeer) {
+  if (!isOk(status_)) return false;
+  const bool sameProcess = ctx_.peers == nullptr || ctx_.peers[rank].sameProcess;
+  // Large results (the plan's streamResults) bypass the cache when this thread does the copy, as
+  // the ring's do; process_vm_readv/writev copy in the kernel, with plain stores.
+  if (sameProcess && ctx_.streamResults) {
+    intoPeer ? streamCopy(remote, local, bytes) : streamCopy(local, remote, bytes);
+    streamFence();
+    return true;
+  }
+  const PeerMemory peer{rank, ctx_.peers != nullptr ? ctx_.peers[rank].pid : 0, sameProcess, hostOf(rank)};
+  const Status s = intoPeer ? collcomm::detail::writePeer(peer, local, remote, bytes, ctx_.opName, ctx_.rank)
+                            : collcomm::detail::readPeer(peer, remote, local, bytes, ctx_.opName, ctx_.rank);
+  if (isOk(s)) return true;
+  status_ = s;
+  blame(rank, kGoneFailed);
+  return false;
 }
 
 }  // namespace collcomm::detail

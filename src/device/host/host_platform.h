@@ -8,6 +8,9 @@
 //   waitUntil(pred, peer, what) -> bool      false once the wait has failed; the failure is recorded
 //   failSizeMismatch(peer, got, expected)    records a protocol-level disagreement
 //   sendStaging(), recvStaging()             kMaxLlStepPayload bytes each, for LL
+//   peerPointer(rank, remote), readPeer(rank, remote, dst, bytes), writePeer(rank, src, remote,
+//   bytes)                                   a peer's memory, for Direct (collectives/direct.h
+//                                            states the contract; CUDA: not wired yet)
 //
 // Waits spin (cpu pause) for COLLCOMM_SPIN_COUNT polls, then yield the core between polls, so more
 // ranks than cores still progress; after parkAfterNs of that they park (sleep on the connection's
@@ -48,6 +51,9 @@ struct HostWaitContext {
   int nranks = 0;
   const char* const* hostNames = nullptr;  // per rank, for naming a root cause
   ExecFailure* failure = nullptr;          // where to say who caused a failure (may be null)
+  // Per rank, where its memory lives, for Direct's peer copies (readPeer/writePeer; null: every
+  // rank is a thread of this process).
+  const ExecPeer* peers = nullptr;
   // Past the spin phase, a wait calls this between polls (null: never): one round of the
   // process's network progress on the waiting thread (proxyRoundHere); true if it ran one. A
   // wait that runs rounds itself yields its core only every 16th poll (the proxy thread stands
@@ -193,6 +199,23 @@ class HostPlatform {
 
   void failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected);
 
+  // Direct's peer memory (collectives/direct.h). A rank that is a thread of this process is read
+  // and written through its own pointers; another process's memory only by copying.
+  const void* peerPointer(int rank, const void* remote) const {
+    return ctx_.peers == nullptr || ctx_.peers[rank].sameProcess ? remote : nullptr;
+  }
+  // Copies between this thread and rank's memory (rank may be this one): a memcpy within the
+  // process (streaming stores, then a store fence, when the plan streams results: the copy is
+  // ordered before what this thread publishes next), process_vm_readv/writev across processes
+  // (transport/cma/peer_memory.h, one syscall, plain stores). False once it failed: the failure
+  // recorded (its sentence names the operation, this rank and the peer) and the peer blamed.
+  bool readPeer(int rank, const void* remote, void* dst, size_t bytes) {
+    return copyPeer(rank, dst, const_cast<void*>(remote), bytes, false);
+  }
+  bool writePeer(int rank, const void* src, void* remote, size_t bytes) {
+    return copyPeer(rank, const_cast<void*>(src), remote, bytes, true);
+  }
+
   // Records an arbitrary failure (first one wins).
   void fail(Status status) {
     if (isOk(status_)) status_ = status;
@@ -216,6 +239,7 @@ class HostPlatform {
     if (ctx_.failure != nullptr) *ctx_.failure = ExecFailure{culprit, reason};
   }
   bool progressHere() const { return ctx_.progress != nullptr && ctx_.progress(); }
+  bool copyPeer(int rank, void* local, void* remote, size_t bytes, bool intoPeer);
   // Sleeps on `bell` until rung or kParkNs pass, unless `pred` holds once parked is visible to
   // every publisher (parkingFence: a publish made before a publisher read `parked` as 0 is seen by
   // the check here, and one made after it rings).

@@ -1,6 +1,6 @@
 // Reading and writing another rank's memory on the same host: a plain copy when the rank is a
 // thread of this process, cross-memory attach (process_vm_readv/writev) when it is another
-// process. What the Direct algorithm (device/host/host_direct.cc) moves its data with.
+// process. What the Direct algorithm (device/host/host_platform.cc) moves its data with.
 //
 // Data tier: a cross-process read is one syscall per call (the kernel copies straight from the
 // peer's pages, no staging); a same-process read is a memcpy. No allocation, no lock.

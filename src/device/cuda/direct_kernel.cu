@@ -1,0 +1,135 @@
+// The CUDA executor's Direct kernel: one thread block runs the portable single-copy AllGather,
+// Broadcast, ReduceScatter and AllReduce (collectives/direct.h) with CudaPlatform, whose
+// peer-memory hooks load and store a peer's buffers through its pointers (ranks of one process);
+// for every data type and reduction, and its launcher.
+//
+// Status: compiled for every architecture of the build (CI's CUDA build), not yet called: the
+// planner does not pick Direct for GPU communicators, the CUDA executor has no device-visible
+// per-peer connections nor the reduction chunk (CudaDirectArgs), peer access between the ranks'
+// devices is not enabled for it, and ranks in other processes would need CUDA IPC mappings of
+// their buffers (CudaPlatform::peerPointer). It has never run on a GPU.
+#include <cuda_runtime.h>
+
+#include "collectives/direct.h"
+#include "device/cuda/cuda_launch.h"
+#include "device/cuda/cuda_platform.cuh"
+#include "device/dtypes.h"
+
+namespace collcomm::detail {
+namespace {
+
+// Grid: one block of args.nthreads threads. Returns when the collective is done or failed
+// (reported in *args.status, and every peer told this rank left).
+template <class T, class Fn>
+__global__ void __launch_bounds__(kCudaMaxThreads) cudaDirectKernel(const __grid_constant__ CudaDirectArgs args) {
+  __shared__ uint32_t blockFailed;
+  __shared__ DirectDesc descs[kCudaMaxDirectRanks];
+  __shared__ uint64_t tokens[kCudaMaxDirectRanks];
+  // Thread-private copies of the connections, taken before the barrier so that thread 0's
+  // write-back at the end cannot overtake a sibling's read.
+  SendConn sends[kCudaMaxDirectRanks];
+  RecvConn recvs[kCudaMaxDirectRanks];
+  ExecPeerConn peers[kCudaMaxDirectRanks];
+  ExecTransfer transfers[2 * (kCudaMaxDirectRanks - 1)];
+  const int n = args.nranks, self = args.rank;
+  for (int p = 0; p < n; ++p) {
+    if (p == self) continue;
+    sends[p] = *args.peers[p].send;
+    recvs[p] = *args.peers[p].recv;
+    peers[p] = ExecPeerConn{&sends[p], &recvs[p]};
+  }
+  if (threadIdx.x == 0) blockFailed = 0;
+  __syncthreads();
+  CudaPlatform plat(args.abortFlag, args.status, args.timeoutNs, &blockFailed, nullptr, nullptr, nullptr);
+  const Fn fn(args.opArg);
+  const DirectWork w{args.kind,
+                     args.sendbuff,
+                     args.recvbuff,
+                     args.count,
+                     dtypeSize(args.dtype),
+                     static_cast<int32_t>(args.dtype),
+                     args.builtinOp,
+                     args.root,
+                     self,
+                     n,
+                     peers,
+                     descs,
+                     tokens,
+                     transfers,
+                     args.chunk};
+  const DirectResult r = directCollective<T>(plat, fn, w);
+  if (r.mismatch >= 0)
+    plat.fail(ccInvalidUsage, CudaFailReason::kSizeMismatch, recvs[r.mismatch].peer, "the same call",
+              descs[r.mismatch].count, descs[self].count);
+  // No barrier from here on: threads that failed may already have left.
+  for (int p = 0; p < n; ++p) {
+    if (p == self) continue;
+    if (!r.done) {
+      CudaPlatform::leave(sends[p].peer, self, kGoneFailed);
+      CudaPlatform::leave(recvs[p].peer, self, kGoneFailed);
+    }
+    if (threadIdx.x != 0) continue;
+    args.peers[p].send->simpleStep = sends[p].simpleStep;
+    args.peers[p].recv->simpleStep = recvs[p].simpleStep;
+  }
+}
+
+template <class T>
+const void* directKernelOf(RedOpKind op) {
+  switch (op) {
+#define CC_DIRECT_REDOP(name) \
+  case RedOpKind::k##name:    \
+    return reinterpret_cast<const void*>(&cudaDirectKernel<T, typename RedOpFunc<RedOpKind::k##name, T>::Type>);
+    CC_REDOP_LIST(CC_DIRECT_REDOP)
+#undef CC_DIRECT_REDOP
+  }
+  return nullptr;
+}
+
+// The kernel for (dtype, op): every CC_DTYPE_LIST x CC_REDOP_LIST pair; null for values outside them.
+const void* directKernelFor(ccDataType_t dtype, RedOpKind op) {
+  switch (dtype) {
+#define CC_DIRECT_DTYPE(e, T, name) \
+  case e:                           \
+    return directKernelOf<T>(op);
+    CC_DTYPE_LIST(CC_DIRECT_DTYPE)
+#undef CC_DIRECT_DTYPE
+    default:
+      break;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream) {
+  const bool reduces = args.kind == CollKind::kAllReduce || args.kind == CollKind::kReduceScatter;
+  // AllGather and Broadcast move bytes: the (uint8, sum) kernel serves every type.
+  const void* kernel = reduces ? directKernelFor(args.dtype, args.opKind) : directKernelFor(ccUint8, RedOpKind::kSum);
+  if (!directRuns(args.kind) || kernel == nullptr || dtypeSize(args.dtype) == 0 || args.nranks < 1 ||
+      args.nranks > kCudaMaxDirectRanks || args.rank < 0 || args.rank >= args.nranks ||
+      args.nthreads < kCudaMinThreads || args.nthreads > kCudaMaxThreads || args.nthreads % 32 != 0 ||
+      args.status == nullptr || (reduces && args.chunk == nullptr))
+    return CC_ERROR(Status::kInvalidArgument,
+                    "CUDA launch of Direct %s (type %d, reduction %d) on rank %d of %d with %d threads (status %p, "
+                    "chunk %p): a collective Direct runs, a known type and reduction, ranks 1..%d, threads a "
+                    "multiple of 32 in %d..%d, a status word and, to reduce, a chunk are required",
+                    collName(args.kind), static_cast<int>(args.dtype), static_cast<int>(args.opKind), args.rank,
+                    args.nranks, args.nthreads, static_cast<void*>(args.status), args.chunk, kCudaMaxDirectRanks,
+                    kCudaMinThreads, kCudaMaxThreads);
+  for (int p = 0; p < args.nranks; ++p)
+    if (p != args.rank && (args.peers[p].send == nullptr || args.peers[p].recv == nullptr))
+      return CC_ERROR(Status::kInvalidArgument,
+                      "CUDA launch of Direct %s on rank %d: the connections to rank %d are missing",
+                      collName(args.kind), args.rank, p);
+  CudaDirectArgs copy = args;
+  void* params[] = {&copy};
+  const cudaError_t err = cudaLaunchKernel(kernel, dim3(1), dim3(static_cast<unsigned>(args.nthreads)), params, 0,
+                                           reinterpret_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess)
+    return CC_ERROR(Status::kCudaError, "launching the Direct %s kernel (%s) failed: %s", collName(args.kind),
+                    dtypeName(args.dtype), cudaGetErrorString(err));
+  return kOk;
+}
+
+}  // namespace collcomm::detail

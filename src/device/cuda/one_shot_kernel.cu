@@ -1,0 +1,113 @@
+// The CUDA executor's one-shot AllReduce on more than two ranks: one thread block runs the portable
+// algorithm (collectives/one_shot_all_reduce.h, oneShotAllReduceAny: gather every input with the
+// point-to-point engine, reduce in rank order) with CudaPlatform, for every data type and
+// reduction, and its launcher.
+//
+// Status: compiled for every architecture of the build (CI's CUDA build), not yet called: GPU
+// communicators keep the ring (the planner's one-shot beyond two ranks is host-only there), the
+// CUDA executor has no device-visible per-peer connections yet (only the ring channels are
+// mirrored, cuda_executor.cc) and no gather buffer (CudaOneShotArgs says where it would come
+// from). It has never run on a GPU.
+#include <cuda_runtime.h>
+
+#include "collectives/one_shot_all_reduce.h"
+#include "device/cuda/cuda_launch.h"
+#include "device/cuda/cuda_platform.cuh"
+#include "device/dtypes.h"
+
+namespace collcomm::detail {
+namespace {
+
+// Grid: one block of args.nthreads threads. Returns when the result is written or one wait failed
+// (reported in *args.status, and every peer told this rank left).
+template <class T, class Fn>
+__global__ void __launch_bounds__(kCudaMaxThreads) cudaOneShotKernel(const __grid_constant__ CudaOneShotArgs args) {
+  __shared__ uint32_t blockFailed;
+  // Thread-private copies of the connections, taken before the barrier so that thread 0's
+  // write-back at the end cannot overtake a sibling's read.
+  SendConn sends[kCudaMaxOneShotRanks];
+  RecvConn recvs[kCudaMaxOneShotRanks];
+  ExecPeerConn peers[kCudaMaxOneShotRanks];
+  ExecTransfer transfers[2 * (kCudaMaxOneShotRanks - 1)];
+  const int n = args.nranks, self = args.rank;
+  for (int p = 0; p < n; ++p) {
+    if (p == self) continue;
+    sends[p] = *args.peers[p].send;
+    recvs[p] = *args.peers[p].recv;
+    peers[p] = ExecPeerConn{&sends[p], &recvs[p]};
+  }
+  if (threadIdx.x == 0) blockFailed = 0;
+  __syncthreads();
+  CudaPlatform plat(args.abortFlag, args.status, args.timeoutNs, &blockFailed, nullptr, nullptr, nullptr);
+  const Fn fn(args.opArg);
+  const OneShotWork w{args.sendbuff, args.recvbuff, args.count, self, n, peers, args.gather, transfers};
+  const bool done = oneShotAllReduceAny<T>(plat, fn, w);
+  // No barrier from here on: threads that failed may already have left.
+  for (int p = 0; p < n; ++p) {
+    if (p == self) continue;
+    if (!done) {
+      CudaPlatform::leave(sends[p].peer, self, kGoneFailed);
+      CudaPlatform::leave(recvs[p].peer, self, kGoneFailed);
+    }
+    if (threadIdx.x != 0) continue;
+    args.peers[p].send->simpleStep = sends[p].simpleStep;
+    args.peers[p].recv->simpleStep = recvs[p].simpleStep;
+  }
+}
+
+template <class T>
+const void* oneShotKernelOf(RedOpKind op) {
+  switch (op) {
+#define CC_ONE_SHOT_REDOP(name) \
+  case RedOpKind::k##name:      \
+    return reinterpret_cast<const void*>(&cudaOneShotKernel<T, typename RedOpFunc<RedOpKind::k##name, T>::Type>);
+    CC_REDOP_LIST(CC_ONE_SHOT_REDOP)
+#undef CC_ONE_SHOT_REDOP
+  }
+  return nullptr;
+}
+
+// The kernel for (dtype, op): every CC_DTYPE_LIST x CC_REDOP_LIST pair; null for values outside them.
+const void* oneShotKernelFor(ccDataType_t dtype, RedOpKind op) {
+  switch (dtype) {
+#define CC_ONE_SHOT_DTYPE(e, T, name) \
+  case e:                             \
+    return oneShotKernelOf<T>(op);
+    CC_DTYPE_LIST(CC_ONE_SHOT_DTYPE)
+#undef CC_ONE_SHOT_DTYPE
+    default:
+      break;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream) {
+  const void* kernel = oneShotKernelFor(args.dtype, args.opKind);
+  if (kernel == nullptr || args.nranks < 2 || args.nranks > kCudaMaxOneShotRanks || args.rank < 0 ||
+      args.rank >= args.nranks || args.nthreads < kCudaMinThreads || args.nthreads > kCudaMaxThreads ||
+      args.nthreads % 32 != 0 || args.status == nullptr || (args.count != 0 && args.gather == nullptr))
+    return CC_ERROR(Status::kInvalidArgument,
+                    "CUDA launch of the one-shot AllReduce (type %d, reduction %d) on rank %d of %d with %d threads "
+                    "(status %p, gather %p): the type and reduction must be known, ranks 2..%d, threads a multiple of "
+                    "32 in %d..%d, and a status word and a gather buffer are required",
+                    static_cast<int>(args.dtype), static_cast<int>(args.opKind), args.rank, args.nranks, args.nthreads,
+                    static_cast<void*>(args.status), args.gather, kCudaMaxOneShotRanks, kCudaMinThreads,
+                    kCudaMaxThreads);
+  for (int p = 0; p < args.nranks; ++p)
+    if (p != args.rank && (args.peers[p].send == nullptr || args.peers[p].recv == nullptr))
+      return CC_ERROR(Status::kInvalidArgument,
+                      "CUDA launch of the one-shot AllReduce on rank %d: the connections to rank %d are missing",
+                      args.rank, p);
+  CudaOneShotArgs copy = args;
+  void* params[] = {&copy};
+  const cudaError_t err = cudaLaunchKernel(kernel, dim3(1), dim3(static_cast<unsigned>(args.nthreads)), params, 0,
+                                           reinterpret_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess)
+    return CC_ERROR(Status::kCudaError, "launching the one-shot AllReduce kernel (%s, %s) failed: %s",
+                    dtypeName(args.dtype), redOpKindName(args.opKind), cudaGetErrorString(err));
+  return kOk;
+}
+
+}  // namespace collcomm::detail
