@@ -8,14 +8,14 @@ namespace collcomm::detail {
 namespace {
 
 // Fitted by perf/calibrate/host_model.sh on the 2-vCPU development VM (AMD EPYC Zen 4), two ranks
-// per class, fastest of 3 repetitions, 2026-11-27 02:16 with three other builds running (load 5-10):
-// a first fit, to be redone on a quiet machine (docs/planning.md, "Host communicators").
-// Rows: threads, processes, NET (loopback sockets).
+// per class, fastest of 3 repetitions, 2026-11-27 03:11 UTC on a quiet machine (load 3 from the
+// run itself); the measured and modelled time of every point are in docs/lab/2026-11-27.md ("The
+// host cost model"). A floor of 0.05 us marks a hand-off the fit found no time for.
 constexpr HostLinkConstants kHostConstants[kHostLinkClassCount] = {
     // opUs  hopUs{Simple, LL}  bytesPerUs{Simple, LL}  oneShot  direct  p2p
-    {3.18, {1.43, 0.05}, {2877, 130}, 2631, 2914, 1622},
-    {1.85, {0.05, 0.05}, {3806, 183}, 3475, 1020, 3545},
-    {1.10, {28.24, 28.49}, {462, 56}, 354, 0, 601},
+    {0.39, {0.18, 0.18}, {14155, 593}, 7343, 10978, 13131},  // threads
+    {0.37, {0.05, 0.05}, {15133, 592}, 11879, 5719, 11558},  // processes
+    {3.50, {5.53, 6.17}, {3416, 281}, 2457, 0, 2385},        // NET (loopback sockets)
 };
 
 // Hand-offs in sequence and bytes through one rank (sent or received, the larger) of a ring
