@@ -1,7 +1,7 @@
 // The CUDA executor's Direct kernel: one thread block runs the portable single-copy AllGather,
 // Broadcast, ReduceScatter and AllReduce (collectives/direct.h) with CudaPlatform, whose
 // peer-memory hooks load and store a peer's buffers through its pointers (ranks of one process);
-// for every data type and reduction, and its launcher.
+// for the (type, reduction) pairs directKernelOf lists, and its launcher.
 //
 // Status: compiled for every architecture of the build (CI's CUDA build), not yet called: the
 // planner does not pick Direct for GPU communicators, the CUDA executor has no device-visible
@@ -9,6 +9,8 @@
 // devices is not enabled for it, and ranks in other processes would need CUDA IPC mappings of
 // their buffers (CudaPlatform::peerPointer). It has never run on a GPU.
 #include <cuda_runtime.h>
+
+#include <type_traits>
 
 #include "collectives/direct.h"
 #include "device/cuda/cuda_launch.h"
@@ -74,19 +76,27 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaDirectKernel(const __grid
   }
 }
 
+// Which (type, reduction) pairs are compiled while the kernel is not wired: every reduction on
+// float and Sum on every type, 17 kernels that exercise every functor and every element type. All
+// 72 pairs took nvcc 19 minutes for sm_80 and sm_90 on the 2-vCPU CI machine, a third of CI's
+// budget, for code nothing calls yet; the full table comes with the executor's wiring.
 template <class T>
 const void* directKernelOf(RedOpKind op) {
-  switch (op) {
+  if (op == RedOpKind::kSum)
+    return reinterpret_cast<const void*>(&cudaDirectKernel<T, typename RedOpFunc<RedOpKind::kSum, T>::Type>);
+  if constexpr (std::is_same_v<T, float>) {
+    switch (op) {
 #define CC_DIRECT_REDOP(name) \
   case RedOpKind::k##name:    \
     return reinterpret_cast<const void*>(&cudaDirectKernel<T, typename RedOpFunc<RedOpKind::k##name, T>::Type>);
-    CC_REDOP_LIST(CC_DIRECT_REDOP)
+      CC_REDOP_LIST(CC_DIRECT_REDOP)
 #undef CC_DIRECT_REDOP
+    }
   }
   return nullptr;
 }
 
-// The kernel for (dtype, op): every CC_DTYPE_LIST x CC_REDOP_LIST pair; null for values outside them.
+// The kernel for (dtype, op): the pairs above; null for the others and for values outside the lists.
 const void* directKernelFor(ccDataType_t dtype, RedOpKind op) {
   switch (dtype) {
 #define CC_DIRECT_DTYPE(e, T, name) \
@@ -112,7 +122,8 @@ Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream) 
       args.status == nullptr || (reduces && args.chunk == nullptr))
     return CC_ERROR(Status::kInvalidArgument,
                     "CUDA launch of Direct %s (type %d, reduction %d) on rank %d of %d with %d threads (status %p, "
-                    "chunk %p): a collective Direct runs, a known type and reduction, ranks 1..%d, threads a "
+                    "chunk %p): a collective Direct runs, a type and reduction this build compiles (Sum on every "
+                    "type, every reduction on float), ranks 1..%d, threads a "
                     "multiple of 32 in %d..%d, a status word and, to reduce, a chunk are required",
                     collName(args.kind), static_cast<int>(args.dtype), static_cast<int>(args.opKind), args.rank,
                     args.nranks, args.nthreads, static_cast<void*>(args.status), args.chunk, kCudaMaxDirectRanks,
