@@ -106,8 +106,12 @@ Status maybeStartFixedRoot(const UniqueIdData& id, const SocketAddress& root) {
 Status registerWithRoot(const UniqueIdData& id, const SocketAddress& root, int rank, int nranks,
                         const SocketAddress& self, Deadline deadline, std::vector<Peer>* out) {
   const std::string rootStr = root.toString();
+  // A root in this process that fails may have no descriptor left to answer with: watch it directly.
+  std::shared_ptr<const LocalRootFailure> local = watchLocalRoot(root);
+  const std::atomic<bool>* rootFailed = local ? &local->failed : nullptr;
   Socket s;
-  IoStatus io = Socket::connect(root, deadline, nullptr, &s);
+  IoStatus io = Socket::connect(root, deadline, rootFailed, &s);
+  if (io.code == IoCode::kAborted) return CC_ERROR(local->code, "%s", local->sentence.c_str());
   if (io.code == IoCode::kTimeout)
     return CC_ERROR(Status::kTimeout,
                     "bootstrap: rank %d could not reach the root at %s before its deadline (%s); is the process that "
@@ -128,9 +132,10 @@ Status registerWithRoot(const UniqueIdData& id, const SocketAddress& root, int r
   gethostname(m.self.host, sizeof(m.self.host) - 1);
   m.self.pid = static_cast<int32_t>(getpid());
   m.waitMs = deadline.remainingMs();
-  io = s.sendAll(&m, sizeof(m), deadline, nullptr);
+  io = s.sendAll(&m, sizeof(m), deadline, rootFailed);
   wire::ReplyHeader h{};
-  if (io.ok()) io = s.recvAll(&h, sizeof(h), deadline, nullptr);
+  if (io.ok()) io = s.recvAll(&h, sizeof(h), deadline, rootFailed);
+  if (io.code == IoCode::kAborted) return CC_ERROR(local->code, "%s", local->sentence.c_str());
   if (io.code == IoCode::kClosed)
     return CC_ERROR(Status::kRemoteError,
                     "bootstrap: the root at %s closed rank %d's registration without an answer; the ccUniqueId may "

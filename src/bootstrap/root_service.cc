@@ -11,7 +11,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -33,11 +35,24 @@ int msUntil(Clock::time_point t) {
   return static_cast<int>(std::clamp<int64_t>(ms, 0, INT32_MAX));
 }
 
+// The roots this process serves, by address; an entry lives while its service or a watching rank does.
+std::mutex gLocalRootsMutex;
+std::map<std::string, std::weak_ptr<LocalRootFailure>> gLocalRoots;
+
+std::shared_ptr<LocalRootFailure> publishLocalRoot(const SocketAddress& addr) {
+  auto record = std::make_shared<LocalRootFailure>();
+  std::lock_guard<std::mutex> lock(gLocalRootsMutex);
+  std::erase_if(gLocalRoots, [](const auto& entry) { return entry.second.expired(); });
+  gLocalRoots[addr.toString()] = record;
+  return record;
+}
+
 class RootService {
  public:
   RootService(Socket listener, const SocketAddress& addr, const uint64_t secret[2], double timeoutSeconds)
       : listener_(std::move(listener)),
         addr_(addr),
+        localFailure_(publishLocalRoot(addr)),
         timeoutSeconds_(timeoutSeconds),
         deadline_(Deadline::afterSeconds(timeoutSeconds)) {
     secret_[0] = secret[0];
@@ -73,6 +88,7 @@ class RootService {
   Socket listener_;
   Socket spare_{open("/dev/null", O_RDONLY | O_CLOEXEC)};  // given up when accept runs out of descriptors
   SocketAddress addr_;
+  std::shared_ptr<LocalRootFailure> localFailure_;
   uint64_t secret_[2];
   double timeoutSeconds_;
   Deadline deadline_;
@@ -146,6 +162,8 @@ int RootService::pollTimeoutMs() const {
 }
 
 void RootService::acceptPending() {
+  // A spare lost to another thread of this process (refuseWaiting) is taken back once one is free.
+  if (!spare_.valid()) spare_ = Socket(open("/dev/null", O_RDONLY | O_CLOEXEC));
   for (;;) {
     auto c = std::make_unique<Conn>();
     IoStatus s = listener_.tryAccept(&c->sock, &c->peer);
@@ -278,6 +296,11 @@ void RootService::fail(Status code, const std::string& sentence) {
   failed_ = true;
   failCode_ = code;
   failSentence_ = sentence;
+  if (!localFailure_->failed.load(std::memory_order_relaxed)) {
+    localFailure_->code = code;
+    localFailure_->sentence = sentence;
+    localFailure_->failed.store(true, std::memory_order_release);
+  }
   CC_INFO(kSubsysBootstrap, "bootstrap root %s: job failed: %s", addr_.toString().c_str(), sentence.c_str());
   for (auto& c : conns_) {
     if (c->sock.valid() && c->registered) {
@@ -342,6 +365,12 @@ Status startThread(std::unique_ptr<RootService> service) {
 }
 
 }  // namespace
+
+std::shared_ptr<const LocalRootFailure> watchLocalRoot(const SocketAddress& addr) {
+  std::lock_guard<std::mutex> lock(gLocalRootsMutex);
+  auto it = gLocalRoots.find(addr.toString());
+  return it == gLocalRoots.end() ? nullptr : it->second.lock();
+}
 
 Status startRootService(Socket listener, const SocketAddress& addr, const uint64_t secret[2], double timeoutSeconds) {
   return startThread(std::make_unique<RootService>(std::move(listener), addr, secret, timeoutSeconds));

@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bootstrap/root_service.h"
 #include "bootstrap/socket.h"
 #include "bootstrap/wire.h"
 #include "support/op_signal.h"
@@ -266,6 +267,26 @@ TEST_F(BootstrapTest, MismatchedNranksFailsEveryRankPromptly) {
                   r.error.find("says nranks=3") != std::string::npos)
           << r.error;
     }
+  });
+}
+
+// Ranks in the root's process compete with it for descriptors; when the root runs out it may have
+// none left to answer them with, so they read its failure from the record it publishes.
+TEST_F(BootstrapTest, RootPublishesItsFailureToRanksInItsProcess) {
+  runWithWatchdog(20, [] {
+    UniqueIdData id = newId();
+    std::shared_ptr<const LocalRootFailure> record = watchLocalRoot(rootOf(id));
+    ASSERT_NE(record, nullptr);
+    EXPECT_FALSE(record->failed.load());
+    runJob(id, {{0, 2}, {1, 3}}, 8);
+    ASSERT_TRUE(record->failed.load());
+    EXPECT_EQ(record->code, Status::kInvalidUsage);
+    EXPECT_NE(record->sentence.find("every rank must pass the same nranks"), std::string::npos) << record->sentence;
+
+    SocketAddress nobody;
+    std::string why;
+    ASSERT_TRUE(SocketAddress::parse("127.0.0.1:1", AF_INET, &nobody, &why)) << why;
+    EXPECT_EQ(watchLocalRoot(nobody), nullptr);
   });
 }
 
