@@ -282,7 +282,6 @@ Status pumpListener(ListenComm* lc) {
     }
     c->key = c->hello.key;
     CC_CHECK(startComm(c));
-    sizeTcpSockets(c);  // the hello came over the connection's socket: it is there now
     lc->comm = nullptr;
     lc->ready = c;
     return kOk;

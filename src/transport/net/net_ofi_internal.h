@@ -6,7 +6,7 @@
 //   net_ofi_endpoint.cc  a comm's libfabric objects (domain, endpoint, AV, CQ), memory registration
 //   net_ofi_handshake.cc listen / connect / accept
 //   net_ofi_progress.cc  requests, isend/irecv/test, control messages (farewell, goodbye, probes)
-//   net_ofi_tcp.cc       what the backend does over libfabric's tcp provider only (steps, socket buffers)
+//   net_ofi_tcp.cc       what the backend does over libfabric's tcp provider only (whole-segment steps)
 //   net_ofi_wire.h       what travels between the endpoints, and the tag layout
 #pragma once
 
@@ -71,10 +71,6 @@ Status deviceAt(int dev, Device** out);
 bool overTcp(const Device& d);
 // net.h wholeSegmentBytes: over tcp, the largest step that leaves in whole TCP segments; else 0.
 size_t ofiWholeSegmentBytes(int dev, size_t maxBytes, size_t align);
-struct Comm;
-// Over tcp: gives the connection's socket the socket backend's buffer sizes (the receiving comm's
-// once accepted, the sending comm's once its hello left); elsewhere nothing.
-void sizeTcpSockets(Comm* comm);
 
 // ---- a comm's libfabric objects (net_ofi_endpoint.cc)
 

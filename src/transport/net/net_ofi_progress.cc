@@ -93,7 +93,6 @@ void completed(Comm* comm, const fi_cq_tagged_entry& e) {
   void* ctx = e.op_context;
   if (ctx == &comm->helloCtx) {
     comm->helloPosted = false;
-    if (comm->isSend) sizeTcpSockets(comm);  // once per connection: its socket carried the hello
   } else if (ctx == &comm->ctrlRecv.ctx) {
     comm->ctrlRecv.posted = false;
     const CtrlMsg& m = comm->ctrlRecv.msg;

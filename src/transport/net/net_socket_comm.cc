@@ -33,24 +33,17 @@ constexpr uint32_t kDelayedAckRearmReads = 64;
 // How long a broken send connection waits for the receiver's farewell (see breakSend).
 constexpr auto kFarewellWait = std::chrono::milliseconds(200);
 
-}  // namespace
-
 // Sets kSocketBufferBytes where net.core.wmem_max/rmem_max allow it: a capped size would be
 // smaller than what autotuning reaches, and setting a size turns autotuning off.
-void sizeSocketBuffers(int fd, bool keepLarger) {
+void sizeBuffers(const Socket& s) {
   static const bool sndOk = sysctlInt("/proc/sys/net/core/wmem_max") >= kSocketBufferBytes;
   static const bool rcvOk = sysctlInt("/proc/sys/net/core/rmem_max") >= kSocketBufferBytes;
   const int bytes = kSocketBufferBytes;
-  auto size = [&](int option) {
-    int now = 0;
-    socklen_t len = sizeof(now);
-    // The kernel reports twice the size set (its bookkeeping overhead).
-    if (keepLarger && getsockopt(fd, SOL_SOCKET, option, &now, &len) == 0 && now >= 2 * bytes) return;
-    setsockopt(fd, SOL_SOCKET, option, &bytes, sizeof(bytes));
-  };
-  if (sndOk) size(SO_SNDBUF);
-  if (rcvOk) size(SO_RCVBUF);
+  if (sndOk) setsockopt(s.fd(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  if (rcvOk) setsockopt(s.fd(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
+
+}  // namespace
 
 // One non-blocking send or receive: advances *done by what the kernel took or had (kOk with no
 // progress when it would block); kClosed on EOF or reset.
@@ -111,8 +104,8 @@ SocketComm* newComm(bool isSend, Socket ctrl, std::vector<Socket> data, std::str
   comm->ctrl = std::move(ctrl);
   comm->data = std::move(data);
   if (!isSend) comm->stage = std::make_unique<char[]>(kStageBytes);
-  for (const Socket& s : comm->data) sizeSocketBuffers(s.fd(), false);
-  if (comm->data.empty()) sizeSocketBuffers(comm->ctrl.fd(), false);
+  for (const Socket& s : comm->data) sizeBuffers(s);
+  if (comm->data.empty()) sizeBuffers(comm->ctrl);
   return comm;
 }
 

@@ -136,13 +136,6 @@ int interfaceMtu(const std::string& ifname);
 // A copy of device `dev` (finding the devices first when needed); a sentence when there is none.
 Status deviceAt(int dev, Device* out);
 
-// ---- a connection's sockets (net_socket_comm.cc)
-
-// Gives a socket that carries data the send and receive buffers a connection's data sockets get
-// (1 MiB where net.core.wmem_max/rmem_max allow it; else autotuning stays); with keepLarger, a
-// buffer already larger (the system's tcp_wmem/tcp_rmem defaults raised) keeps its size.
-void sizeSocketBuffers(int fd, bool keepLarger);
-
 // ---- handshake (net_socket_handshake.cc)
 
 Status socketListen(int dev, const NetSecret& secret, void* handle, void** listenComm);
