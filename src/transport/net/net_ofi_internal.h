@@ -6,6 +6,7 @@
 //   net_ofi_endpoint.cc  a comm's libfabric objects (domain, endpoint, AV, CQ), memory registration
 //   net_ofi_handshake.cc listen / connect / accept
 //   net_ofi_progress.cc  requests, isend/irecv/test, control messages (farewell, goodbye, probes)
+//   net_ofi_tcp.cc       what the backend does over libfabric's tcp provider only (whole-segment steps)
 //   net_ofi_wire.h       what travels between the endpoints, and the tag layout
 #pragma once
 
@@ -63,6 +64,13 @@ Status ofiGetProperties(int dev, NetProperties* props);
 // Device `dev` with its fabric open; a sentence when there is none. The device lives as long as
 // the process (a later init with other settings makes new ones and keeps the old).
 Status deviceAt(int dev, Device** out);
+
+// ---- the tcp provider only (net_ofi_tcp.cc)
+
+// Whether the device's provider is libfabric's tcp, alone or under ofi_rxm.
+bool overTcp(const Device& d);
+// net.h wholeSegmentBytes: over tcp, the largest step that leaves in whole TCP segments; else 0.
+size_t ofiWholeSegmentBytes(int dev, size_t maxBytes, size_t align);
 
 // ---- a comm's libfabric objects (net_ofi_endpoint.cc)
 

@@ -29,17 +29,6 @@ bool g_devInited = false;
 std::string g_devKey;  // COLLCOMM_SOCKET_IFNAME and _FAMILY the device list was made under
 std::vector<Device> g_devs;
 
-// The interface's MTU (0 when unknown), asked of the kernel: sysfs may show another namespace.
-int interfaceMtu(const std::string& ifname) {
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  ifreq req{};
-  snprintf(req.ifr_name, sizeof(req.ifr_name), "%s", ifname.c_str());
-  const int mtu = ioctl(fd, SIOCGIFMTU, &req) == 0 ? req.ifr_mtu : 0;
-  close(fd);
-  return mtu > 0 ? mtu : 0;
-}
-
 int linkSpeedMbps(const std::string& ifname) {
   std::string path = "/sys/class/net/" + ifname + "/speed";
   FILE* f = fopen(path.c_str(), "r");
@@ -104,6 +93,17 @@ Status socketGetProperties(int dev, NetProperties* props) {
   CC_CHECK(deviceAt(dev, &d));
   *props = d.props;
   return kOk;
+}
+
+// Asked of the kernel: sysfs may show another namespace.
+int interfaceMtu(const std::string& ifname) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  ifreq req{};
+  snprintf(req.ifr_name, sizeof(req.ifr_name), "%s", ifname.c_str());
+  const int mtu = ioctl(fd, SIOCGIFMTU, &req) == 0 ? req.ifr_mtu : 0;
+  close(fd);
+  return mtu > 0 ? mtu : 0;
 }
 
 int sysctlInt(const char* path) {

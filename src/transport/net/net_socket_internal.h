@@ -131,6 +131,8 @@ inline constexpr size_t kWholeSegmentSlack = 64;
 size_t wholeUnitsMessage(size_t unit, size_t overhead, size_t maxBytes, size_t align);
 // An integer sysctl (/proc/sys/...), 0 when unreadable.
 int sysctlInt(const char* path);
+// The MTU of interface `ifname` (0 when unknown).
+int interfaceMtu(const std::string& ifname);
 // A copy of device `dev` (finding the devices first when needed); a sentence when there is none.
 Status deviceAt(int dev, Device* out);
 

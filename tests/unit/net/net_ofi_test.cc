@@ -1,7 +1,8 @@
 // The OFI (libfabric) backend of the net interface, over the tcp and shm providers where this host
 // has them: devices and properties, handshake with secret checks, messages of 0 .. 64 MiB, order
 // and tag matching with many in flight, errors (a too-small buffer, a peer that closed), the
-// receiver's farewell, a provider that does not exist, and backend selection by COLLCOMM_NET.
+// receiver's farewell, over tcp whole-segment steps, a provider that does not exist, and backend selection by
+// COLLCOMM_NET.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -12,8 +13,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "support/ofi_provider.h"
 #include "support/net_pair.h"
+#include "support/ofi_provider.h"
 #include "support/watchdog.h"
 #include "transport/net/net.h"
 
@@ -305,6 +306,17 @@ TEST_P(NetOfi, FarewellReachesTheSenderWhoseSendsFail) {
     }
     EXPECT_EQ(threadLastError(), "") << "a peer's close was reported as a warning";
   }
+}
+
+// Over tcp a step travels as the provider's header and the payload on one TCP stream: the backend
+// names a step size that leaves in whole segments, as the socket backend does.
+TEST_P(NetOfi, TcpNamesAStepOfWholeSegments) {
+  ASSERT_NE(net().wholeSegmentBytes, nullptr);
+  const size_t step = net().wholeSegmentBytes(0, size_t{128} << 10, 64);
+  EXPECT_GT(step, size_t{64} << 10) << "a 128 KiB step cut to less than half";
+  EXPECT_LE(step, size_t{128} << 10);
+  EXPECT_EQ(step % 64, 0u);
+  EXPECT_EQ(net().wholeSegmentBytes(0, 64, 64), 0u) << "a step shorter than one segment needs no cut";
 }
 
 // Not shm: libfabric 1.17's shm provider crashes (in pthread_spin_lock) sending to an endpoint of
