@@ -137,16 +137,6 @@ Status failOp(ccComm* comm, Status s, const ExecFailure& failure) {
 
 namespace {
 
-// Whether the next rank of any of the first `nChannels` rings finds this core far: its streaming
-// hint (set by the host executor's receivers; fifo.h FifoCtrl::streamHint).
-bool receiverFindsFar(const ccComm* comm, int nChannels) {
-  for (int c = 0; c < nChannels; ++c) {
-    const FifoCtrl* ctrl = comm->channels[c].send.ctrl;
-    if (ctrl != nullptr && __atomic_load_n(&ctrl->streamHint, __ATOMIC_RELAXED) != 0) return true;
-  }
-  return false;
-}
-
 Status connectAllCollPeers(ccComm* comm, const Deadline& deadline);
 
 Status runCollective(ccComm* comm, const Op& op) {
@@ -174,10 +164,12 @@ Status runCollective(ccComm* comm, const Op& op) {
     return failOp(comm, comm->executor->run(coll, exec), failure);
   }
   // Far, whether this operation's steps stream is learned from the operations' times
-  // (plan/step_stream_choice.h); a clock read costs tens of ns, so only those are timed.
+  // (plan/step_stream_choice.h), with the executor's verdict on the distance as its input; a clock
+  // read costs tens of ns, so only the operations it counts are timed.
   bool timed = false;
   if (plan.streamSteps && !plan.streamStepsAlways) {
-    coll.streamSteps = comm->stepStreamChoice.choose(op.kind, plan.bytes, receiverFindsFar(comm, plan.nChannels));
+    coll.streamSteps =
+        comm->stepStreamChoice.choose(op.kind, plan.bytes, comm->executor->receiversFindFar(plan.nChannels));
     timed = comm->stepStreamChoice.wantsTime();
   }
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};

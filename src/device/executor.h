@@ -149,6 +149,11 @@ class Executor {
   // Makes running and later kernels of this communicator stop (ccCommAbort). Any thread. The host
   // executor's waits read ExecSetup::abortFlag instead.
   virtual void abort() = 0;
+  // A tuning input of the plan's step-streaming choice (plan/step_stream_choice.h): whether the
+  // next rank on any of the first nChannels rings finds this rank's core far (host executor: the
+  // verdict its receivers keep, device/host/core_distance.h; false where nothing gauges it, CUDA).
+  // Control tier: a relaxed load per channel, on the thread that runs the operations.
+  virtual bool receiversFindFar(int nChannels) const = 0;
   // Tells the peers' kernels this rank will not come (ccCommAbort, ccCommDestroy), so they fail
   // fast instead of at their deadline. Control tier. Host connections' state words are host memory
   // that core marks itself (ccComm::leaveConnections); the host executor does nothing here.

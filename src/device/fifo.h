@@ -71,10 +71,6 @@ struct FifoCtrl {
   // the proxy knows how many lines to wait for (written before the lines; unused by P2P/SHM).
   alignas(128) uint64_t llBytes[kLlSteps];
   alignas(128) uint64_t simpleHead;  // receiver -> sender
-  // receiver -> sender, host only: 1 while the sender's core is far from the receiver's, so that
-  // large Simple steps are best written with streaming stores (device/host/core_distance.h).
-  // Written when the verdict changes; the sender reads it once per operation.
-  alignas(128) uint64_t streamHint;
   alignas(128) uint64_t llHead;      // receiver -> sender: LL steps consumed
   uint64_t llHeadLine;               // receiver -> sender: its LlCursor::line after them (stored first)
   alignas(128) Doorbell dataBell;   // the receiver parks here; the sender rings after publishing data
@@ -85,11 +81,21 @@ struct FifoCtrl {
   uint32_t llStepLines;
 };
 
-// Sizes of one FIFO block: ctrl, then the Simple slots, then the LL slots.
+// After FifoCtrl each FIFO block keeps kPlatformWordsBytes for the executor's platform: words about
+// the connection that only it reads and writes, placed and shared like the FIFO (the host's:
+// device/host/core_distance.h; GPUs use none), zeroed with the block. The portable code never
+// touches them; they cost no memory (ctrl and they fill less than the block's first kFifoAlign).
+inline constexpr size_t kPlatformWordsBytes = 512;
+static_assert(sizeof(FifoCtrl) + kPlatformWordsBytes <= kFifoAlign, "ctrl and the platform's words outgrew a page");
+CC_HD inline void* platformWords(FifoCtrl* ctrl) { return ctrl + 1; }
+
+// Sizes of one FIFO block: ctrl and the platform's words, then the Simple slots, then the LL slots.
 struct FifoLayout {
   size_t simpleStepBytes;
   size_t llStepLines;
-  CC_HD size_t simpleOffset() const { return (sizeof(FifoCtrl) + kFifoAlign - 1) / kFifoAlign * kFifoAlign; }
+  CC_HD size_t simpleOffset() const {
+    return (sizeof(FifoCtrl) + kPlatformWordsBytes + kFifoAlign - 1) / kFifoAlign * kFifoAlign;
+  }
   CC_HD size_t llOffset() const { return simpleOffset() + kNumSteps * simpleStepBytes; }
   CC_HD size_t llRingLines() const { return kNumSteps * llStepLines; }
   CC_HD size_t totalBytes() const {
@@ -177,10 +183,6 @@ struct RecvConn {
   uint64_t llStep = 0;
   uint32_t llRingLines = 0;
   LlCursor llCursor;
-  // Host: how long a load of a line the sender just wrote takes (8 x its running average, in
-  // clock ticks), and the verdict last told the sender (streamHint); device/host/core_distance.h.
-  uint64_t writerLoadTicks8 = 0;
-  bool writerFar = false;
   PeerRef peer;
 };
 

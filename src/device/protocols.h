@@ -28,9 +28,6 @@ namespace collcomm::detail {
 struct ProtoSimple {
   static constexpr const char* kName = "Simple";
   static constexpr bool kNeedsStaging = false;
-  // Steps from this size on time their size word's load (acquireRecv): two timestamps cost ~1%
-  // of such a step's copy, and smaller messages never stream their steps.
-  static constexpr size_t kDistanceProbeMinBytes = size_t{32} << 10;
 
   template <class Conn>
   CC_HD static size_t stepBytes(const Conn& c) { return c.simpleStepMax; }
@@ -80,11 +77,11 @@ struct ProtoSimple {
     if (!plat.waitUntil([&] { return plat.loadAcquire(tail) > step; }, c.peer, "data")) return nullptr;
     // Ranks that disagree on count or type produce steps of different sizes: say so, do not
     // reduce garbage. The sender wrote the size word just now: a platform that gauges how far
-    // the sender's core is times this load, for large steps (where the answer matters).
+    // the sender's core is may time this load (host: for large steps, where the answer matters).
     const uint64_t* sizeWord = &c.ctrl->simpleBytes[step % kNumSteps];
     uint64_t sent;
-    if constexpr (requires { plat.loadFromWriter(sizeWord, c); })
-      sent = bytes >= kDistanceProbeMinBytes ? plat.loadFromWriter(sizeWord, c) : plat.loadRelaxed(sizeWord);
+    if constexpr (requires { plat.loadFromWriter(sizeWord, c, bytes); })
+      sent = plat.loadFromWriter(sizeWord, c, bytes);
     else
       sent = plat.loadRelaxed(sizeWord);
     if (sent != bytes) {

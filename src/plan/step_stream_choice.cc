@@ -9,7 +9,7 @@ bool StepStreamChoice::choose(CollKind kind, size_t bytes, bool far) {
   pending_ = nullptr;
   if (!far) {
     far_ = false;
-    return true;  // nothing streams while the hint is off; a hint set mid-operation is followed
+    return true;  // nothing streams while the receivers find this core near; a far verdict mid-operation is followed
   }
   if (!far_) buckets_.fill(Bucket{});  // a new far phase, perhaps of the other kind
   far_ = true;

@@ -10,7 +10,7 @@
 // kRetryClose while the two are within kFarApart, every kRetryFar once one is slower by more. The
 // first operation after a change of way is not counted (it pays for the FIFO lines the other way
 // left behind: in cache, or in memory). Each far phase starts afresh. Near, steps never stream (the
-// receiver's hint is off), and nothing is learned.
+// receivers' verdict is near), and nothing is learned.
 //
 // Control tier, one per communicator, used by the thread that runs its operations.
 #pragma once
@@ -26,7 +26,8 @@ namespace collcomm::detail {
 class StepStreamChoice {
  public:
   // At the start of an operation whose plan lets its steps stream: whether they may, given that
-  // the receivers find this core far (`far`: their hint is set) or not.
+  // the receivers find this core far or not (`far`: the tuning input the executor reports,
+  // Executor::receiversFindFar).
   bool choose(CollKind kind, size_t bytes, bool far);
   // Whether the operation just chosen for will be counted (far, and not the first of its way):
   // only then is it worth timing.

@@ -157,6 +157,8 @@ class CudaExecutor final : public Executor {
   }
 
   void abort() override { __atomic_store_n(&mappedWords().abortFlag, 1u, __ATOMIC_RELEASE); }
+  // Nothing gauges a GPU peer's distance, and GPU plans never stream steps.
+  bool receiversFindFar(int) const override { return false; }
 
   void leave(int culprit, GoneReason reason) override {
     // The state words live in device memory: written by the copy engine on a stream of our own,

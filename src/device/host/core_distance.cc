@@ -66,18 +66,19 @@ void calibrateDistanceClock() {
   });
 }
 
-void noteWriterLoad(RecvConn& c, uint64_t ticks) {
+void noteWriterLoad(const RecvConn& c, uint64_t ticks) {
   const DistanceThresholds& th = gThresholds;
   if (th.far == 0 || ticks < th.miss) return;  // not calibrated, or a hit
   // Average over the last ~8 misses (an outlier, say an interrupt, moves it by 1/8), kept as 8x
   // the average so that it settles exactly on a steady sample.
-  uint64_t& sum8 = c.writerLoadTicks8;
+  DistanceWords& w = distanceWords(c.ctrl);
+  uint64_t& sum8 = w.loadTicks8;
   sum8 = sum8 == 0 ? ticks * 8 : sum8 + ticks - sum8 / 8;
   const uint64_t avg = sum8 / 8;
-  const bool far = c.writerFar ? avg > th.near : avg > th.far;
-  if (far != c.writerFar) {
-    c.writerFar = far;
-    __atomic_store_n(&c.ctrl->streamHint, far ? 1 : 0, __ATOMIC_RELAXED);
+  const bool far = w.far != 0 ? avg > th.near : avg > th.far;
+  if (far != (w.far != 0)) {
+    w.far = far ? 1 : 0;
+    __atomic_store_n(&w.senderFar, w.far, __ATOMIC_RELAXED);
   }
 }
 

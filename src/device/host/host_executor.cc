@@ -69,6 +69,14 @@ Status HostExecutor::run(const ExecColl& c, const ExecOp& op) {
   return hostRunCollective(args, ctx);
 }
 
+bool HostExecutor::receiversFindFar(int nChannels) const {
+  for (int c = 0; c < nChannels && c < static_cast<int>(setup_.channels.size()); ++c) {
+    const SendConn* send = setup_.channels[c].send;
+    if (send != nullptr && send->ctrl != nullptr && receiverFindsFar(*send)) return true;
+  }
+  return false;
+}
+
 Status HostExecutor::runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) {
   return hostRunP2p(transfers, n, setup_.rank, waitContext(op));
 }

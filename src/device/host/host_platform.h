@@ -98,9 +98,10 @@ class HostPlatform {
   static uint64_t loadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
   static void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
   static void storeRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-  // A relaxed load of a word the connection's sender has just written, timed to gauge how far
-  // its core is (core_distance.h).
-  static uint64_t loadFromWriter(const uint64_t* p, RecvConn& c) {
+  // A relaxed load of a word the connection's sender has just written ahead of a step of `bytes`;
+  // for large steps, timed to gauge how far its core is (core_distance.h).
+  static uint64_t loadFromWriter(const uint64_t* p, const RecvConn& c, size_t bytes) {
+    if (bytes < kDistanceProbeMinBytes) return loadRelaxed(p);
     const uint64_t t0 = distanceClockStart();
     const uint64_t v = loadRelaxed(p);
     noteWriterLoad(c, distanceClockEnd() - t0);
@@ -111,9 +112,9 @@ class HostPlatform {
   // bypass the cache (stream_store.h).
   bool streamsResults() const { return ctx_.streamResults; }
   // For this operation's steps to `c`: when the plan allows it and the receiver finds this core
-  // far (its hint, read once per operation; core_distance.h), or the user asked for always.
+  // far (read once per operation; core_distance.h), or the user asked for always.
   bool streamsStepsTo(const SendConn& c) const {
-    return ctx_.streamSteps && (ctx_.streamStepsAlways || loadRelaxed(&c.ctrl->streamHint) != 0);
+    return ctx_.streamSteps && (ctx_.streamStepsAlways || receiverFindsFar(c));
   }
   template <class Fn, class T>
   void reduceCopyStreaming(const Fn& fn, size_t n, const T* src0, bool pre0, const T* src1, bool pre1, T* dst0,

@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "device/executor.h"
+#include "device/host/core_distance.h"
 #include "device/op_arg.h"
 #include "support/fifo_block.h"
 #include "support/watchdog.h"
@@ -80,6 +81,17 @@ TEST(HostExecutor, AnswersTheInterfaceForHostMemory) {
   EXPECT_TRUE(isOk(pair.exec[0]->checkBuffer(nullptr, 8, "AllReduce", "sendbuff")));
   std::string message;
   EXPECT_TRUE(isOk(pair.exec[0]->failure(pair.hosts, &message)));
+}
+
+// The plan's step-streaming choice reads the receivers' verdict on this rank's core through the
+// executor: rank 1's verdict on rank 0 (it receives what rank 0 sends) is rank 0's input alone.
+TEST(HostExecutor, ReportsWhetherItsReceiversFindItFar) {
+  Pair pair;
+  EXPECT_FALSE(pair.exec[0]->receiversFindFar(1));
+  for (int i = 0; i < 64; ++i) noteWriterLoad(pair.recv[1], distanceThresholds().far * 2);
+  EXPECT_TRUE(pair.exec[0]->receiversFindFar(1));
+  EXPECT_FALSE(pair.exec[0]->receiversFindFar(0));  // no channel asked about
+  EXPECT_FALSE(pair.exec[1]->receiversFindFar(1));
 }
 
 // Every algorithm a plan can name for two ranks, through run(), gives the exact sum on both.
