@@ -103,7 +103,7 @@ TEST(WorkLowering, CopyCollectivesRunAsBytes) {
 TEST(WorkLowering, DirectWorkCarriesTheCallAndTheScratch) {
   CollWork a = sampleWork();
   a.kind = CollKind::kAllReduce;
-  a.dtype = ccInt16;
+  a.dtype = ccFloat16;
   ExecPeerConn peers[4] = {};
   DirectDesc descs[4] = {};
   uint64_t tokens[4] = {};
@@ -115,7 +115,7 @@ TEST(WorkLowering, DirectWorkCarriesTheCallAndTheScratch) {
   EXPECT_EQ(w.recvbuff, a.recvbuff);
   EXPECT_EQ(w.count, 10u);
   EXPECT_EQ(w.elemSize, 2u);
-  EXPECT_EQ(w.dtype, static_cast<int32_t>(ccInt16));
+  EXPECT_EQ(w.dtype, static_cast<int32_t>(ccFloat16));
   EXPECT_EQ(w.builtinOp, static_cast<int32_t>(ccMax));
   EXPECT_EQ(w.root, 2);
   EXPECT_EQ(w.rank, 3);
@@ -161,7 +161,7 @@ TEST(KernelPairs, LookupFindsTheSelectedKernelOfEachPairAndNothingElse) {
       const void* k = kernelForTypeOp<FakeKernel, SumEverywhereAllOnFloat>(dtype, op);
       EXPECT_EQ(k != nullptr, SumEverywhereAllOnFloat::has(dtype, op)) << "type " << d << " op " << o;
       if (k != nullptr) handles.insert(k);
-      EXPECT_NE(kernelForTypeOp<FakeKernel, EveryTypeOp>(dtype, op), nullptr);
+      EXPECT_NE((kernelForTypeOp<FakeKernel, EveryTypeOp>(dtype, op)), nullptr);
     }
   EXPECT_EQ(handles.size(), 17u);
   EXPECT_EQ((kernelForTypeOp<FakeKernel, EveryTypeOp>(ccFloat32, RedOpKind::kMax)),
