@@ -1,15 +1,46 @@
-// What one channel of one collective is asked to do: the portable description the executors hand
-// to the ring algorithms (plain data, no pointers into the communicator).
+// The work items between the plan and the algorithms, plain data of fixed layout that host and
+// device code share: what one collective asks of this rank (CollWork, which every executor's
+// arguments carry), and what one channel of it is asked to do (RingWork, which the ring
+// algorithms run). channelWorkOf lowers the first to the second, the one place every executor
+// (host ring and tree runners, CUDA ring kernel) splits a collective over its channels.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "collcomm.h"
 #include "collectives/coll_list.h"
 #include "common/host_device.h"
+#include "device/dtypes.h"
 #include "device/fifo.h"
+#include "device/op_arg.h"
 
 namespace collcomm::detail {
+
+// One collective on this rank, as the plan lowered it (device/executor.h collWorkOf). The host
+// executor's HostCollArgs and the CUDA kernels' arguments (cuda_args.h) derive from it and add
+// only where their channels and waits live.
+struct CollWork {
+  CollKind kind;
+  Algorithm algo;  // the plan's (ExecColl::algo)
+  Protocol proto;
+  ccDataType_t dtype;
+  RedOpSpec op;  // reduction (ignored by Broadcast/AllGather)
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;  // as RingWork::count
+  int root;      // Broadcast/Reduce
+  int nranks;
+  int nChannels;  // the first nChannels channels of the communicator
+};
+
+// Broadcast and AllGather move data without combining it: they run as bytes, one instantiation
+// for every type (both executors).
+CC_HD inline void lowerToBytes(CollWork* w) {
+  w->count *= dtypeSize(w->dtype);
+  w->dtype = ccUint8;
+  w->op = RedOpSpec{RedOpKind::kSum, 0};
+}
 
 struct RingWork {
   const void* sendbuff;
@@ -62,6 +93,25 @@ CC_HD inline void channelPart(size_t count, int nChannels, int c, size_t* offset
   const size_t per = (count + nChannels - 1) / nChannels;
   *offset = minSize(per * c, count);
   *n = minSize(per, count - *offset);
+}
+
+// Channel c's RingWork of collective a: its share of the elements (channelPart) and chunks of
+// kChunkSteps steps of stepElems elements (the channel's primitives' step; 0 where no step moves,
+// one rank alone). ringRanks (a.nranks entries) and ringPos: the channel's ring order and this
+// rank's place on it (null and 0 for a channel that is not a ring: the tree takes its share).
+CC_HD inline RingWork channelWorkOf(const CollWork& a, int c, int ringPos, const int* ringRanks, size_t stepElems) {
+  RingWork w{};
+  w.sendbuff = a.sendbuff;
+  w.recvbuff = a.recvbuff;
+  w.count = a.count;
+  channelPart(a.count, a.nChannels, c, &w.partOffset, &w.partCount);
+  w.chunkElems = stepElems * kChunkSteps;
+  w.algo = a.algo;
+  w.root = a.root;
+  w.nranks = a.nranks;
+  w.ringPos = ringPos;
+  w.ringRanks = ringRanks;
+  return w;
 }
 
 // Position of `rank` on the ring.

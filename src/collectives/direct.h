@@ -38,6 +38,7 @@
 #include "collectives/p2p.h"
 #include "collectives/rank_order_reduce.h"
 #include "common/host_device.h"
+#include "device/dtypes.h"
 #include "device/reduce_copy.h"
 #include "device/reduce_ops.h"
 #include "device/transfer.h"
@@ -98,6 +99,27 @@ struct DirectWork {
   ExecTransfer* transfers;    // 2 * (nranks - 1) entries
   void* chunk;                // nranks * directChunkBytes(nranks) bytes, shared (reducing kinds only)
 };
+
+// Rank `rank`'s DirectWork for collective c (builtinOp: as ExecColl::builtinOp) over the executor's
+// connections and scratch (sizes as DirectWork says): the one place both executors fill it.
+CC_HD inline DirectWork directWorkOf(const CollWork& c, int32_t builtinOp, int rank, const ExecPeerConn* peers,
+                                     DirectDesc* descs, uint64_t* tokens, ExecTransfer* transfers, void* chunk) {
+  return DirectWork{c.kind,
+                    c.sendbuff,
+                    c.recvbuff,
+                    c.count,
+                    dtypeSize(c.dtype),
+                    static_cast<int32_t>(c.dtype),
+                    builtinOp,
+                    c.root,
+                    rank,
+                    c.nranks,
+                    peers,
+                    descs,
+                    tokens,
+                    transfers,
+                    chunk};
+}
 
 struct DirectResult {
   bool done = false;

@@ -63,6 +63,21 @@ struct TreeWork {
   int nChildren;      // 0, 1 or 2
 };
 
+// Channel c's TreeWork of collective a over its tree links l: the share and chunking of
+// channelWorkOf (the ring's, so both split alike), the tree's shape from the links.
+CC_HD inline TreeWork treeWorkOf(const CollWork& a, int c, const TreeLinks& l, size_t stepElems) {
+  const RingWork share = channelWorkOf(a, c, 0, nullptr, stepElems);
+  TreeWork w{};
+  w.sendbuff = share.sendbuff;
+  w.recvbuff = share.recvbuff;
+  w.partOffset = share.partOffset;
+  w.partCount = share.partCount;
+  w.chunkElems = share.chunkElems;
+  w.root = l.toParent == nullptr;
+  w.nChildren = (l.toChild[0] != nullptr) + (l.toChild[1] != nullptr);
+  return w;
+}
+
 // roles: kTreeRoles Primitives, made over treeRoleConns(links, role). Needs a parent or a child
 // (one rank alone is the executor's local copy).
 template <class T, class Prims>

@@ -72,6 +72,23 @@ struct ExecColl {
   const TreeLinks* trees = nullptr;
 };
 
+// What collective c asks of one of nranks ranks, as every executor takes it (collectives/coll_work.h).
+inline CollWork collWorkOf(const ExecColl& c, int nranks) {
+  CollWork w{};
+  w.kind = c.kind;
+  w.algo = c.algo;
+  w.proto = c.proto;
+  w.dtype = c.dtype;
+  w.op = c.op;
+  w.sendbuff = c.sendbuff;
+  w.recvbuff = c.recvbuff;
+  w.count = c.count;
+  w.root = c.root;
+  w.nranks = nranks;
+  w.nChannels = c.nChannels;
+  return w;
+}
+
 // Why an operation failed, when a peer is to blame: filled by the executor, read by core to tell
 // the other peers (see goneState in fifo.h).
 struct ExecFailure {

@@ -12,6 +12,7 @@
 
 #include "collcomm.h"
 #include "collectives/coll_list.h"
+#include "collectives/coll_work.h"
 #include "device/fifo.h"
 #include "device/reduce_ops.h"
 #include "device/transfer.h"
@@ -63,23 +64,15 @@ struct CudaKernelStatus {
   char what[24];      // what the wait was for ("data", "buffer space"), NUL-terminated
 };
 
-// Everything one launch needs, passed by value as the kernel's only parameter.
-//   count: as RingWork::count, in elements of dtype; the launcher rescales the byte-wise
-//          collectives (Broadcast, AllGather) itself.
-//   Channel c handles elements [c*per, min((c+1)*per, count)) with per = ceil(count/nChannels),
-//   as the host executor does.
-struct CudaCollArgs {
-  CollKind kind;  // AllReduce, Broadcast, Reduce, AllGather or ReduceScatter
-  ccDataType_t dtype;
-  RedOpKind opKind;  // ignored by Broadcast/AllGather
-  uint64_t opArg;    // the functor's argument (op_arg.h)
-  Protocol proto;
-  Algorithm algo = Algorithm::kRing;  // AllReduce: Ring or OneShot (two ranks)
-  const void* sendbuff;
-  void* recvbuff;
-  size_t count;
-  int root;
-  int nranks;
+// Everything one launch needs, passed by value as the kernel's only parameter: the collective
+// (CollWork, collectives/coll_work.h), its channels, and what its waits run under.
+//   count: as RingWork::count, in elements of dtype; the launcher lowers the byte-wise
+//          collectives (Broadcast, AllGather) to bytes itself (lowerToBytes).
+//   nChannels: 1..kCudaMaxChannels. Channel c handles its channelWorkOf share, as the host
+//   executor's channels do.
+//   kind: AllReduce, Broadcast, Reduce, AllGather or ReduceScatter; algo (AllReduce): Ring or
+//   OneShot (two ranks).
+struct CudaCollArgs : CollWork {
   int nthreads;  // threads per block
   // Waits: the abort flag (nullable; nonzero = abort) is polled in the slow path of every wait.
   // timeoutNs (nanoseconds of the GPU's globaltimer, 0 = no deadline) bounds each wait on its
@@ -88,7 +81,6 @@ struct CudaCollArgs {
   const volatile uint32_t* abortFlag;
   uint64_t timeoutNs;
   CudaKernelStatus* status;  // required
-  int nChannels;             // 1..kCudaMaxChannels
   CudaChannelArgs channels[kCudaMaxChannels];
 };
 
@@ -108,58 +100,44 @@ struct CudaP2pArgs {
   ExecTransfer transfers[kCudaMaxP2pTransfers];
 };
 
+// The kernels that run one block over per-peer connections (one-shot, Direct): what they share.
+// Each thread keeps private copies of the connections and of its 2(nranks - 1) transfers (so the
+// rank count is bounded) and thread 0 writes the step counters back at the end (as
+// CudaChannelArgs). nChannels and proto are unused (one block, Simple steps).
+inline constexpr int kCudaMaxPeerRanks = 16;
+struct CudaPeerCollArgs : CollWork {
+  int rank;  // this rank
+  int nthreads;
+  const volatile uint32_t* abortFlag;  // as CudaCollArgs
+  uint64_t timeoutNs;
+  CudaKernelStatus* status;               // required
+  ExecPeerConn peers[kCudaMaxPeerRanks];  // device-visible connections to every peer (own unused)
+};
+
 // The one-shot AllReduce on more than two ranks (one_shot_kernel.cu): one block runs the portable
-// collectives/one_shot_all_reduce.h (oneShotAllReduceAny) over the per-peer connections. Each
-// thread keeps private copies of the connections and of its 2(nranks - 1) transfers (so the rank
-// count is bounded) and thread 0 writes the step counters back at the end (as CudaChannelArgs).
+// collectives/one_shot_all_reduce.h (oneShotAllReduceAny) over the per-peer connections.
+// recvbuff may be sendbuff; count in elements; nranks 2..kCudaMaxOneShotRanks.
 // gather: nranks * count elements of device memory the kernel may overwrite, the counterpart of
 // the host executor's grown gather buffer (host_one_shot.cc); the CUDA executor would own one per
 // communicator, grown in stream order (cudaMallocAsync/cudaFreeAsync on the operation's stream)
 // so that a kernel still running on the old one keeps it. Not yet launched (see one_shot_kernel.cu).
-inline constexpr int kCudaMaxOneShotRanks = 16;
-struct CudaOneShotArgs {
-  ccDataType_t dtype;
-  RedOpKind opKind;
-  uint64_t opArg;  // the functor's argument (op_arg.h)
-  const void* sendbuff;
-  void* recvbuff;  // may be sendbuff
-  size_t count;    // elements
-  int rank;
-  int nranks;  // 2..kCudaMaxOneShotRanks
-  int nthreads;
-  const volatile uint32_t* abortFlag;  // as CudaCollArgs
-  uint64_t timeoutNs;
-  CudaKernelStatus* status;  // required
+inline constexpr int kCudaMaxOneShotRanks = kCudaMaxPeerRanks;
+struct CudaOneShotArgs : CudaPeerCollArgs {
   void* gather;
-  ExecPeerConn peers[kCudaMaxOneShotRanks];  // device-visible connections to every peer (own unused)
 };
 
 // Direct (direct_kernel.cu): one block runs the portable collectives/direct.h over the per-peer
 // connections for its exchanges and the peers' buffers through CudaPlatform's peer-memory hooks
 // (pointers as they are: ranks of one process; other processes need CUDA IPC, not wired).
-// Connections and transfers as CudaOneShotArgs; the descriptors and tokens live in the block's
-// shared memory. chunk: nranks * directChunkBytes(nranks) bytes of device memory (ReduceScatter,
-// AllReduce), the counterpart of the host executor's Direct scratch (host_direct.cc), which the
-// CUDA executor would own like the one-shot's gather buffer. Not yet launched.
-inline constexpr int kCudaMaxDirectRanks = 16;
-struct CudaDirectArgs {
-  CollKind kind;  // AllGather, Broadcast, ReduceScatter or AllReduce
-  ccDataType_t dtype;
-  RedOpKind opKind;   // ignored by AllGather and Broadcast
-  uint64_t opArg;     // the functor's argument (op_arg.h)
+// kind: AllGather, Broadcast, ReduceScatter or AllReduce; count as ExecColl::count; nranks
+// 1..kCudaMaxDirectRanks. The descriptors and tokens live in the block's shared memory. chunk:
+// nranks * directChunkBytes(nranks) bytes of device memory (ReduceScatter, AllReduce), the
+// counterpart of the host executor's Direct scratch (host_direct.cc), which the CUDA executor
+// would own like the one-shot's gather buffer. Not yet launched.
+inline constexpr int kCudaMaxDirectRanks = kCudaMaxPeerRanks;
+struct CudaDirectArgs : CudaPeerCollArgs {
   int32_t builtinOp;  // as ExecColl::builtinOp: what the ranks compare
-  const void* sendbuff;
-  void* recvbuff;
-  size_t count;  // as ExecColl::count
-  int root;
-  int rank;
-  int nranks;  // 1..kCudaMaxDirectRanks
-  int nthreads;
-  const volatile uint32_t* abortFlag;  // as CudaCollArgs
-  uint64_t timeoutNs;
-  CudaKernelStatus* status;  // required
   void* chunk;
-  ExecPeerConn peers[kCudaMaxDirectRanks];  // device-visible connections to every peer (own unused)
 };
 
 }  // namespace collcomm::detail

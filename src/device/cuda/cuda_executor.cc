@@ -108,17 +108,7 @@ class CudaExecutor final : public Executor {
                       collName(c.kind), rank_);
     auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaCollArgs a{};
-    a.kind = c.kind;
-    a.dtype = c.dtype;
-    a.opKind = c.op.kind;
-    a.opArg = c.op.opArg;
-    a.proto = c.proto;
-    a.algo = c.algo;
-    a.sendbuff = c.sendbuff;
-    a.recvbuff = c.recvbuff;
-    a.count = c.count;
-    a.root = c.root;
-    a.nranks = nranks_;
+    static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
     a.nthreads = kThreads;
     a.abortFlag = devAbort_;
     a.timeoutNs = timeoutNs_;

@@ -29,7 +29,7 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
   if (dtypeSize(in.dtype) == 0) {
     return CC_ERROR(Status::kInvalidArgument, "invalid data type %d", static_cast<int>(in.dtype));
   }
-  const int op = static_cast<int>(in.opKind);
+  const int op = static_cast<int>(in.op.kind);
   if (collReducesConstexpr(in.kind) && (op < 0 || op >= kRedOpKindCount)) {
     return CC_ERROR(Status::kInvalidArgument, "invalid reduction kind %d", op);
   }
@@ -54,13 +54,8 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
   }
 
   CudaCollArgs args = in;
-  if (!collReducesConstexpr(in.kind)) {
-    args.count = in.count * dtypeSize(in.dtype);
-    args.dtype = ccUint8;
-    args.opKind = RedOpKind::kSum;
-    args.opArg = 0;
-  }
-  const int index = cudaKernelIndex(args.kind, args.dtype, args.opKind, args.proto);
+  if (!collReducesConstexpr(in.kind)) lowerToBytes(&args);
+  const int index = cudaKernelIndex(args.kind, args.dtype, args.op.kind, args.proto);
   const void* kernel = kShardLookups[index % kCudaKernelShards](index);
   if (kernel == nullptr) {
     // Only collectives with a ring algorithm have kernels (kernel_shard.cu).
@@ -71,7 +66,7 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
                                            dim3(static_cast<unsigned>(args.nthreads)), params, 0, stream);
   if (err != cudaSuccess) {
     return CC_ERROR(Status::kCudaError, "launching the CUDA %s kernel (%s, %s, %s, %d channels) failed: %s",
-                    collName(args.kind), dtypeName(args.dtype), redOpKindName(args.opKind), protocolName(args.proto),
+                    collName(args.kind), dtypeName(args.dtype), redOpKindName(args.op.kind), protocolName(args.proto),
                     args.nChannels, cudaGetErrorString(err));
   }
   return kOk;

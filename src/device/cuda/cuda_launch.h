@@ -9,7 +9,7 @@
 
 namespace collcomm::detail {
 
-// Queues the ring kernel for (args.kind, args.dtype, args.opKind, args.proto) on `stream` (a
+// Queues the ring kernel for (args.kind, args.dtype, args.op.kind, args.proto) on `stream` (a
 // cudaStream_t) with args.nChannels blocks of args.nthreads threads, and returns without waiting.
 // Broadcast/AllGather run byte-wise: the launcher rescales count to bytes itself.
 // The caller zeroes *args.status first and, once the stream has passed the kernel, reads it
@@ -25,7 +25,7 @@ Status cudaLaunchCollective(const CudaCollArgs& args, struct CUstream_st* stream
 // called by the CUDA executor (see p2p_kernel.cu). Control tier; thread-safe.
 Status cudaLaunchP2p(const CudaP2pArgs& args, struct CUstream_st* stream);
 
-// Queues the one-shot AllReduce kernel for (args.dtype, args.opKind) (one_shot_kernel.cu: one block
+// Queues the one-shot AllReduce kernel for (args.dtype, args.op.kind) (one_shot_kernel.cu: one block
 // runs collectives/one_shot_all_reduce.h over the per-peer connections) on `stream` and returns
 // without waiting; status and pointers as cudaLaunchCollective. Errors (nothing queued):
 // kInvalidArgument outside CudaOneShotArgs' contract, kCudaError when the launch fails. Not yet

@@ -1,7 +1,7 @@
 // The CUDA executor's Direct kernel: one thread block runs the portable single-copy AllGather,
 // Broadcast, ReduceScatter and AllReduce (collectives/direct.h) with CudaPlatform, whose
 // peer-memory hooks load and store a peer's buffers through its pointers (ranks of one process);
-// for the (type, reduction) pairs directKernelOf lists, and its launcher.
+// for the (type, reduction) pairs DirectPairs lists, and its launcher.
 //
 // Status: compiled for every architecture of the build (CI's CUDA build), not yet called: the
 // planner does not pick Direct for GPU communicators, the CUDA executor has no device-visible
@@ -10,11 +10,10 @@
 // their buffers (CudaPlatform::peerPointer). It has never run on a GPU.
 #include <cuda_runtime.h>
 
-#include <type_traits>
-
 #include "collectives/direct.h"
 #include "device/cuda/cuda_launch.h"
 #include "device/cuda/cuda_platform.cuh"
+#include "device/cuda/kernel_pairs.h"
 #include "device/dtypes.h"
 
 namespace collcomm::detail {
@@ -43,22 +42,8 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaDirectKernel(const __grid
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
   CudaPlatform plat(args.abortFlag, args.status, args.timeoutNs, &blockFailed, nullptr, nullptr, nullptr);
-  const Fn fn(args.opArg);
-  const DirectWork w{args.kind,
-                     args.sendbuff,
-                     args.recvbuff,
-                     args.count,
-                     dtypeSize(args.dtype),
-                     static_cast<int32_t>(args.dtype),
-                     args.builtinOp,
-                     args.root,
-                     self,
-                     n,
-                     peers,
-                     descs,
-                     tokens,
-                     transfers,
-                     args.chunk};
+  const Fn fn(args.op.opArg);
+  const DirectWork w = directWorkOf(args, args.builtinOp, self, peers, descs, tokens, transfers, args.chunk);
   const DirectResult r = directCollective<T>(plat, fn, w);
   if (r.mismatch >= 0)
     plat.fail(ccInvalidUsage, CudaFailReason::kSizeMismatch, recvs[r.mismatch].peer, "the same call",
@@ -76,46 +61,28 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaDirectKernel(const __grid
   }
 }
 
+template <class T, class Fn>
+struct DirectKernel {
+  static const void* get() { return reinterpret_cast<const void*>(&cudaDirectKernel<T, Fn>); }
+};
+
 // Which (type, reduction) pairs are compiled while the kernel is not wired: every reduction on
 // float and Sum on every type, 17 kernels that exercise every functor and every element type. All
 // 72 pairs took nvcc 19 minutes for sm_80 and sm_90 on the 2-vCPU CI machine, a third of CI's
-// budget, for code nothing calls yet; the full table comes with the executor's wiring.
-template <class T>
-const void* directKernelOf(RedOpKind op) {
-  if (op == RedOpKind::kSum)
-    return reinterpret_cast<const void*>(&cudaDirectKernel<T, typename RedOpFunc<RedOpKind::kSum, T>::Type>);
-  if constexpr (std::is_same_v<T, float>) {
-    switch (op) {
-#define CC_DIRECT_REDOP(name) \
-  case RedOpKind::k##name:    \
-    return reinterpret_cast<const void*>(&cudaDirectKernel<T, typename RedOpFunc<RedOpKind::k##name, T>::Type>);
-      CC_REDOP_LIST(CC_DIRECT_REDOP)
-#undef CC_DIRECT_REDOP
-    }
-  }
-  return nullptr;
-}
-
-// The kernel for (dtype, op): the pairs above; null for the others and for values outside the lists.
-const void* directKernelFor(ccDataType_t dtype, RedOpKind op) {
-  switch (dtype) {
-#define CC_DIRECT_DTYPE(e, T, name) \
-  case e:                           \
-    return directKernelOf<T>(op);
-    CC_DTYPE_LIST(CC_DIRECT_DTYPE)
-#undef CC_DIRECT_DTYPE
-    default:
-      break;
-  }
-  return nullptr;
-}
+// budget, for code nothing calls yet; the full table (EveryTypeOp) comes with the executor's wiring.
+struct DirectPairs {
+  static constexpr bool has(ccDataType_t dtype, RedOpKind op) { return op == RedOpKind::kSum || dtype == ccFloat32; }
+};
+static_assert(typeOpCount<DirectPairs>() == ccNumTypes + kRedOpKindCount - 1,
+              "the Direct kernel is compiled for Sum on every type and every reduction on float only");
 
 }  // namespace
 
 Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream) {
   const bool reduces = args.kind == CollKind::kAllReduce || args.kind == CollKind::kReduceScatter;
   // AllGather and Broadcast move bytes: the (uint8, sum) kernel serves every type.
-  const void* kernel = reduces ? directKernelFor(args.dtype, args.opKind) : directKernelFor(ccUint8, RedOpKind::kSum);
+  const void* kernel = reduces ? kernelForTypeOp<DirectKernel, DirectPairs>(args.dtype, args.op.kind)
+                               : kernelForTypeOp<DirectKernel, DirectPairs>(ccUint8, RedOpKind::kSum);
   if (!directRuns(args.kind) || kernel == nullptr || dtypeSize(args.dtype) == 0 || args.nranks < 1 ||
       args.nranks > kCudaMaxDirectRanks || args.rank < 0 || args.rank >= args.nranks ||
       args.nthreads < kCudaMinThreads || args.nthreads > kCudaMaxThreads || args.nthreads % 32 != 0 ||
@@ -125,7 +92,7 @@ Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream) 
                     "chunk %p): a collective Direct runs, a type and reduction this build compiles (Sum on every "
                     "type, every reduction on float), ranks 1..%d, threads a "
                     "multiple of 32 in %d..%d, a status word and, to reduce, a chunk are required",
-                    collName(args.kind), static_cast<int>(args.dtype), static_cast<int>(args.opKind), args.rank,
+                    collName(args.kind), static_cast<int>(args.dtype), static_cast<int>(args.op.kind), args.rank,
                     args.nranks, args.nthreads, static_cast<void*>(args.status), args.chunk, kCudaMaxDirectRanks,
                     kCudaMinThreads, kCudaMaxThreads);
   for (int p = 0; p < args.nranks; ++p)

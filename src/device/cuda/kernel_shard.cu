@@ -1,6 +1,7 @@
 // One shard of the CUDA kernel table (kernel_table.h): compiled once per shard, with
 // CC_CUDA_KERNEL_SHARD set to the shard's number, it instantiates the ring kernels whose table
 // index falls in this shard and defines their lookup.
+#include "device/cuda/kernel_pairs.h"
 #include "device/cuda/kernel_table.h"
 #include "device/cuda/ring_kernel.cuh"
 #include "device/dtypes.h"
@@ -35,21 +36,12 @@ void addProtocols(ShardTable& t) {
   addKernel<kShard, K, D, O, Protocol::kLL>(t);
 }
 
-template <int kShard, CollKind K, ccDataType_t D>
-void addReductions(ShardTable& t) {
-#define CC_ADD_REDUCTION(name) addProtocols<kShard, K, D, RedOpKind::k##name>(t);
-  CC_REDOP_LIST(CC_ADD_REDUCTION)
-#undef CC_ADD_REDUCTION
-}
-
 template <int kShard, CollKind K>
 void addCollective(ShardTable& t) {
   if constexpr (std::is_same_v<typename RingAlgoOf<K>::Type, void>) {
     return;  // no ring kernel (AlltoAll, Gather, Scatter, Send, Recv)
   } else if constexpr (collReducesConstexpr(K)) {
-#define CC_ADD_DTYPE(e, T, name) addReductions<kShard, K, e>(t);
-    CC_DTYPE_LIST(CC_ADD_DTYPE)
-#undef CC_ADD_DTYPE
+    forEachTypeOp<EveryTypeOp>([&]<ccDataType_t D, RedOpKind O>() { addProtocols<kShard, K, D, O>(t); });
   } else {
     addProtocols<kShard, K, ccUint8, RedOpKind::kSum>(t);  // data moves, never combines: bytes
   }

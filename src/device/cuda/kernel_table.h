@@ -1,7 +1,7 @@
 // The CUDA kernel table: where the kernel for (collective, dtype, reduction, protocol) is found.
 //
-// Every entry is instantiated from the X-macro lists (CC_COLL_LIST, CC_DTYPE_LIST, CC_REDOP_LIST)
-// in kernel_shard.cu: the reducing collectives for every dtype x reduction x protocol, the
+// Every entry is instantiated in kernel_shard.cu from CC_COLL_LIST and the (type, reduction) walk
+// of kernel_pairs.h: the reducing collectives for every dtype x reduction x protocol, the
 // byte-wise ones (Broadcast, AllGather) only at (ccUint8, kSum, protocol). The table is split
 // over kCudaKernelShards translation units, the kernel at index i living in shard
 // i % kCudaKernelShards, so that a parallel build compiles them side by side.

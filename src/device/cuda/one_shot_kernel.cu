@@ -13,6 +13,7 @@
 #include "collectives/one_shot_all_reduce.h"
 #include "device/cuda/cuda_launch.h"
 #include "device/cuda/cuda_platform.cuh"
+#include "device/cuda/kernel_pairs.h"
 #include "device/dtypes.h"
 
 namespace collcomm::detail {
@@ -39,7 +40,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaOneShotKernel(const __gri
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
   CudaPlatform plat(args.abortFlag, args.status, args.timeoutNs, &blockFailed, nullptr, nullptr, nullptr);
-  const Fn fn(args.opArg);
+  const Fn fn(args.op.opArg);
   const OneShotWork w{args.sendbuff, args.recvbuff, args.count, self, n, peers, args.gather, transfers};
   const bool done = oneShotAllReduceAny<T>(plat, fn, w);
   // No barrier from here on: threads that failed may already have left.
@@ -55,36 +56,15 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaOneShotKernel(const __gri
   }
 }
 
-template <class T>
-const void* oneShotKernelOf(RedOpKind op) {
-  switch (op) {
-#define CC_ONE_SHOT_REDOP(name) \
-  case RedOpKind::k##name:      \
-    return reinterpret_cast<const void*>(&cudaOneShotKernel<T, typename RedOpFunc<RedOpKind::k##name, T>::Type>);
-    CC_REDOP_LIST(CC_ONE_SHOT_REDOP)
-#undef CC_ONE_SHOT_REDOP
-  }
-  return nullptr;
-}
-
-// The kernel for (dtype, op): every CC_DTYPE_LIST x CC_REDOP_LIST pair; null for values outside them.
-const void* oneShotKernelFor(ccDataType_t dtype, RedOpKind op) {
-  switch (dtype) {
-#define CC_ONE_SHOT_DTYPE(e, T, name) \
-  case e:                             \
-    return oneShotKernelOf<T>(op);
-    CC_DTYPE_LIST(CC_ONE_SHOT_DTYPE)
-#undef CC_ONE_SHOT_DTYPE
-    default:
-      break;
-  }
-  return nullptr;
-}
+template <class T, class Fn>
+struct OneShotKernel {
+  static const void* get() { return reinterpret_cast<const void*>(&cudaOneShotKernel<T, Fn>); }
+};
 
 }  // namespace
 
 Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream) {
-  const void* kernel = oneShotKernelFor(args.dtype, args.opKind);
+  const void* kernel = kernelForTypeOp<OneShotKernel, EveryTypeOp>(args.dtype, args.op.kind);
   if (kernel == nullptr || args.nranks < 2 || args.nranks > kCudaMaxOneShotRanks || args.rank < 0 ||
       args.rank >= args.nranks || args.nthreads < kCudaMinThreads || args.nthreads > kCudaMaxThreads ||
       args.nthreads % 32 != 0 || args.status == nullptr || (args.count != 0 && args.gather == nullptr))
@@ -92,7 +72,7 @@ Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream
                     "CUDA launch of the one-shot AllReduce (type %d, reduction %d) on rank %d of %d with %d threads "
                     "(status %p, gather %p): the type and reduction must be known, ranks 2..%d, threads a multiple of "
                     "32 in %d..%d, and a status word and a gather buffer are required",
-                    static_cast<int>(args.dtype), static_cast<int>(args.opKind), args.rank, args.nranks, args.nthreads,
+                    static_cast<int>(args.dtype), static_cast<int>(args.op.kind), args.rank, args.nranks, args.nthreads,
                     static_cast<void*>(args.status), args.gather, kCudaMaxOneShotRanks, kCudaMinThreads,
                     kCudaMaxThreads);
   for (int p = 0; p < args.nranks; ++p)
@@ -106,7 +86,7 @@ Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream
                                            reinterpret_cast<cudaStream_t>(stream));
   if (err != cudaSuccess)
     return CC_ERROR(Status::kCudaError, "launching the one-shot AllReduce kernel (%s, %s) failed: %s",
-                    dtypeName(args.dtype), redOpKindName(args.opKind), cudaGetErrorString(err));
+                    dtypeName(args.dtype), redOpKindName(args.op.kind), cudaGetErrorString(err));
   return kOk;
 }
 

@@ -53,22 +53,6 @@ template <> struct RingAlgoOf<CollKind::kAllGather> { using Type = AllGatherRing
 template <Protocol P>
 using ProtoOf = std::conditional_t<P == Protocol::kLL, ProtoLL, ProtoSimple>;
 
-// Channel c's share of the work, split as the host executor splits it (host_ring_runner.h).
-// chunkElems is left for the caller (it depends on the primitives' step).
-__device__ inline RingWork cudaChannelWork(const CudaCollArgs& a, int c) {
-  RingWork w{};
-  w.sendbuff = a.sendbuff;
-  w.recvbuff = a.recvbuff;
-  w.count = a.count;
-  channelPart(a.count, a.nChannels, c, &w.partOffset, &w.partCount);
-  w.algo = a.algo;
-  w.root = a.root;
-  w.nranks = a.nranks;
-  w.ringPos = a.channels[c].ringPos;
-  w.ringRanks = a.channels[c].ringRanks;
-  return w;
-}
-
 // Grid: nChannels blocks of nthreads threads. Returns when the channel's share is done or failed
 // (see CudaPlatform); failures are reported in *args.status.
 template <class T, class Fn, class Proto, class Algo>
@@ -80,10 +64,10 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_c
 
   const int c = static_cast<int>(blockIdx.x);
   const CudaChannelArgs& ch = args.channels[c];
-  const Fn fn(args.opArg);
-  RingWork w = cudaChannelWork(args, c);
+  const Fn fn(args.op.opArg);
   if (args.nranks == 1) {
     // Alone: the result is this rank's input, pre- and post-processed (as the host executor).
+    const RingWork w = channelWorkOf(args, c, ch.ringPos, ch.ringRanks, 0);
     const T* src = static_cast<const T*>(w.sendbuff) + w.partOffset;
     T* dst = static_cast<T*>(w.recvbuff) + w.partOffset;
     reduceCopy(fn, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), w.partCount, src, true,
@@ -104,12 +88,11 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_c
        (Proto::stepBytes(send) > kMaxLlStepPayload || Proto::stepBytes(recv) > kMaxLlStepPayload))) {
     plat.fail(ccInternalError, CudaFailReason::kBadStepSize, send.peer, "staging");
   } else {
-    w.chunkElems = prims.stepElems() * kChunkSteps;
-    Algo::template run<T>(prims, w);
+    Algo::template run<T>(prims, channelWorkOf(args, c, ch.ringPos, ch.ringRanks, prims.stepElems()));
   }
   // No barrier from here on: threads that failed may already have left.
   if (plat.failed()) {
-    const int self = w.ringRanks[w.ringPos];
+    const int self = ch.ringRanks[ch.ringPos];
     CudaPlatform::leave(send.peer, self, kGoneFailed);
     CudaPlatform::leave(recv.peer, self, kGoneFailed);
   }

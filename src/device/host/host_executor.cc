@@ -52,20 +52,7 @@ Status HostExecutor::run(const ExecColl& c, const ExecOp& op) {
   // The ring (and the one-shot AllReduce on two ranks, whose ring is both ways to the one peer).
   ctx.streamSteps = c.streamSteps;
   ctx.streamStepsAlways = c.streamStepsAlways;
-  HostCollArgs args{};
-  args.kind = c.kind;
-  args.sendbuff = c.sendbuff;
-  args.recvbuff = c.recvbuff;
-  args.count = c.count;
-  args.dtype = c.dtype;
-  args.op = c.op;
-  args.root = c.root;
-  args.nranks = setup_.nranks;
-  args.proto = c.proto;
-  args.algo = c.algo;
-  args.nChannels = c.nChannels;
-  args.channels = setup_.channels.data();
-  args.trees = c.trees;
+  const HostCollArgs args{collWorkOf(c, setup_.nranks), setup_.channels.data(), c.trees};
   return hostRunCollective(args, ctx);
 }
 

@@ -24,19 +24,10 @@
 
 namespace collcomm::detail {
 
-struct HostCollArgs {
-  CollKind kind;  // AllReduce, Broadcast, Reduce, AllGather or ReduceScatter
-  const void* sendbuff;
-  void* recvbuff;
-  size_t count;  // as RingWork::count
-  ccDataType_t dtype;
-  RedOpSpec op;  // reduction (ignored by Broadcast/AllGather)
-  int root;
-  int nranks;
-  Protocol proto;
-  Algorithm algo;
-  int nChannels;
-  const ExecChannel* channels;
+// A ring or tree collective (kind AllReduce, Broadcast, Reduce, AllGather or ReduceScatter) and
+// where this rank's channels are.
+struct HostCollArgs : CollWork {
+  const ExecChannel* channels;       // ring: at least nChannels entries (ExecSetup::channels)
   const TreeLinks* trees = nullptr;  // Tree: nChannels entries (ExecColl::trees)
 };
 

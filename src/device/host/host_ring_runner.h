@@ -38,18 +38,7 @@ Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
   for (int c = 0; c < a.nChannels; ++c) {
     const ExecChannel& ch = a.channels[c];
     Primitives<T, Fn, Proto, HostPlatform> prims(plat, fn, ch.send, ch.recv);
-    RingWork w{};
-    w.sendbuff = a.sendbuff;
-    w.recvbuff = a.recvbuff;
-    w.count = a.count;
-    channelPart(a.count, a.nChannels, c, &w.partOffset, &w.partCount);
-    w.chunkElems = prims.stepElems() * kChunkSteps;
-    w.algo = a.algo;
-    w.root = a.root;
-    w.nranks = a.nranks;
-    w.ringPos = ch.ringPos;
-    w.ringRanks = ch.ringRanks;
-    Algo::template run<T>(prims, w);
+    Algo::template run<T>(prims, channelWorkOf(a, c, ch.ringPos, ch.ringRanks, prims.stepElems()));
     if (prims.failed()) break;
   }
   return plat.status();

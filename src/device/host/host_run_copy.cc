@@ -23,8 +23,7 @@ struct AllGatherAlgo {
 template <class Algo>
 Status runBytes(const HostCollArgs& a, const HostWaitContext& ctx) {
   HostCollArgs bytes = a;
-  bytes.count = a.count * dtypeSize(a.dtype);
-  bytes.op = RedOpSpec{RedOpKind::kSum, 0};
+  lowerToBytes(&bytes);
   if (a.nranks == 1) {
     if (bytes.count != 0 && a.sendbuff != a.recvbuff) memcpy(a.recvbuff, a.sendbuff, bytes.count);
     return kOk;

@@ -36,14 +36,7 @@ struct TreeAllReduceAlgo {
       size_t stepElems = 0;
       for (int r = 0; r < kTreeRoles && stepElems == 0; ++r)
         if (send[r] != nullptr || recv[r] != nullptr) stepElems = roles[r].stepElems();
-      TreeWork w{};
-      w.sendbuff = a.sendbuff;
-      w.recvbuff = a.recvbuff;
-      channelPart(a.count, a.nChannels, c, &w.partOffset, &w.partCount);
-      w.chunkElems = stepElems * kChunkSteps;
-      w.root = l.toParent == nullptr;
-      w.nChildren = (l.toChild[0] != nullptr) + (l.toChild[1] != nullptr);
-      treeAllReduce<T>(roles, w);
+      treeAllReduce<T>(roles, treeWorkOf(a, c, l, stepElems));
       if (!isOk(plat.status())) break;
     }
     return plat.status();
