@@ -121,6 +121,32 @@ CC_HD inline DirectWork directWorkOf(const CollWork& c, int32_t builtinOp, int r
                     chunk};
 }
 
+// Which peers an exchange sends to or receives from: all, none, or one rank (its number).
+inline constexpr int kDirectAll = -1, kDirectNone = -2;
+
+// Sends `bytes` at `mine` (shared) to the peers `to` names and receives rank p's into
+// slots + p * bytes (shared) from those `from` names, all at once. It does not depend on the
+// element type: one out-of-line copy per platform serves every kernel (inlined into each of its
+// call sites, it doubled the Direct kernels' code and nvcc's time).
+template <class Platform>
+CC_HD CC_DEVICE_NOINLINE bool directExchange(Platform& plat, const DirectWork& w, const void* mine, size_t bytes,
+                                             void* slots, int to, int from) {
+  size_t k = 0;
+  for (int p = 0; p < w.nranks; ++p) {
+    if (p == w.rank) continue;
+    const ExecPeerConn& conn = w.peers[p];
+    if (to == kDirectAll || to == p)
+      w.transfers[k++] = ExecTransfer{true, p, const_cast<void*>(mine), bytes, conn.send, nullptr, 0};
+    if (from == kDirectAll || from == p)
+      w.transfers[k++] = ExecTransfer{false, p, static_cast<char*>(slots) + bytes * p, bytes, nullptr, conn.recv, 0};
+  }
+  if (k == 0) return true;
+  P2pEngine<Platform> engine(plat, w.transfers, k);
+  if (!engine.run()) return false;
+  plat.barrier();  // what arrived, visible to every thread
+  return true;
+}
+
 struct DirectResult {
   bool done = false;
   // Not done: the first rank whose call differs from this rank's (descs holds both), or -1 when a
@@ -157,28 +183,13 @@ class DirectAlgo {
   }
 
  private:
-  static constexpr int kAll = -1, kNone = -2;
+  static constexpr int kAll = kDirectAll, kNone = kDirectNone;
 
   CC_HD int n() const { return w_.nranks; }
   CC_HD int rank() const { return w_.rank; }
 
-  // Sends `bytes` at `mine` (shared) to the peers `to` names and receives rank p's into
-  // slots + p * bytes (shared) from those `from` names (kAll, kNone, or one rank), all at once.
   CC_HD bool exchange(const void* mine, size_t bytes, void* slots, int to, int from) {
-    size_t k = 0;
-    for (int p = 0; p < n(); ++p) {
-      if (p == rank()) continue;
-      const ExecPeerConn& conn = w_.peers[p];
-      if (to == kAll || to == p)
-        w_.transfers[k++] = ExecTransfer{true, p, const_cast<void*>(mine), bytes, conn.send, nullptr, 0};
-      if (from == kAll || from == p)
-        w_.transfers[k++] = ExecTransfer{false, p, static_cast<char*>(slots) + bytes * p, bytes, nullptr, conn.recv, 0};
-    }
-    if (k == 0) return true;
-    P2pEngine<Platform> engine(plat_, w_.transfers, k);
-    if (!engine.run()) return false;
-    plat_.barrier();  // what arrived, visible to every thread
-    return true;
+    return directExchange(plat_, w_, mine, bytes, slots, to, from);
   }
 
   // Sends `token` to the peers `to` names and waits for theirs from those `from` names.

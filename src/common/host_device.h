@@ -18,3 +18,11 @@
 #endif
 
 #define CC_FORCE_INLINE inline __attribute__((always_inline))
+
+// A function kept out of line in device code, where inlining copies of a large body into every
+// caller costs nvcc more time than the call costs the kernel; host code keeps g++'s choice.
+#if defined(__CUDA_ARCH__)
+#define CC_DEVICE_NOINLINE __noinline__
+#else
+#define CC_DEVICE_NOINLINE
+#endif

@@ -201,7 +201,9 @@ class CudaPlatform {
     uint64_t since = 0;  // globaltimer at that check
   };
 
-  __device__ void copyBytes(const void* src, void* dst, size_t bytes) {
+  // Out of line: Direct calls it from many places, and a copy of the loop in each cost nvcc more
+  // time than the call costs a bulk copy.
+  __device__ __noinline__ void copyBytes(const void* src, void* dst, size_t bytes) {
     reduceCopy(FuncSum<uint8_t>(), tid(), nthreads(), bytes, static_cast<const uint8_t*>(src), false,
                static_cast<const uint8_t*>(nullptr), false, static_cast<uint8_t*>(dst), static_cast<uint8_t*>(nullptr),
                false);
