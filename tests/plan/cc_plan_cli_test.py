@@ -7,24 +7,18 @@ Usage: cc_plan_cli_test.py CC_PLAN SOURCE_DIR
 """
 import json
 import os
-import subprocess
 import sys
 
-
-def run(cc_plan, *args):
-    return subprocess.run([cc_plan, *args], capture_output=True, text=True, timeout=60)
+from cc_plan_checks import Checks, run_cc_plan, topology
 
 
 def main(argv):
     cc_plan, source_dir = argv[0], argv[1]
-    topo = os.path.join(source_dir, "tests", "fixtures", "topologies", "dgx_a100.xml")
-    failures = []
+    topo = topology(source_dir, "dgx_a100.xml")
+    checks = Checks()
+    expect = checks.expect
 
-    def expect(cond, what):
-        if not cond:
-            failures.append(what)
-
-    r = run(cc_plan, "--topo", topo, "-b", "8", "-e", "1M", "-f", "4")
+    r = run_cc_plan(cc_plan, "--topo", topo, "-b", "8", "-e", "1M", "-f", "4")
     expect(r.returncode == 0, "plain sweep exits 0, got %d: %s" % (r.returncode, r.stderr))
     header = [l for l in r.stdout.splitlines() if l.startswith("#") and "size" in l]
     expect(header and all(c in header[0] for c in ("size", "count", "type", "redop", "root", "time", "algbw",
@@ -35,7 +29,7 @@ def main(argv):
     expect(all(x[2] == "float" and x[3] == "sum" and x[4] == "-1" and x[8] == "Ring" for x in rows),
            "type/redop/root/algo columns: %s" % rows[:2])
 
-    r = run(cc_plan, "--topo", topo, "--op", "allgather", "-b", "1M", "-e", "1M", "--json")
+    r = run_cc_plan(cc_plan, "--topo", topo, "--op", "allgather", "-b", "1M", "-e", "1M", "--json")
     lines = [json.loads(l) for l in r.stdout.splitlines()]
     expect(r.returncode == 0 and len(lines) == 2 and lines[0]["ring"] == list(range(8)),
            "--json: the rings, then one row: %s" % r.stdout)
@@ -45,13 +39,13 @@ def main(argv):
                "allgather row: %s" % row)
         expect(abs(row["busbw"] - row["algbw"] * 7 / 8) < 0.02, "allgather busbw = algbw x 7/8: %s" % row)
 
-    r = run(cc_plan, "--topo", topo, "--op", "broadcast", "-b", "1G", "-e", "1G", "--proto", "ll", "--json")
+    r = run_cc_plan(cc_plan, "--topo", topo, "--op", "broadcast", "-b", "1G", "-e", "1G", "--proto", "ll", "--json")
     row = json.loads(r.stdout.splitlines()[-1]) if r.returncode == 0 else {}
     expect(row.get("proto") == "LL" and row.get("root") == 0, "--proto ll is obeyed, broadcast root 0: %s" % row)
 
     # Several nodes: one channel per NIC (rail-aware), the ring crossing the network once per node,
     # the trees listed (every rank has a parent but the root), and the model's algorithm per row.
-    r = run(cc_plan, "--topo", topo, "--nodes", "4", "-b", "8", "-e", "16G", "-f", "16", "--json")
+    r = run_cc_plan(cc_plan, "--topo", topo, "--nodes", "4", "-b", "8", "-e", "16G", "-f", "16", "--json")
     lines = [json.loads(l) for l in r.stdout.splitlines()] if r.returncode == 0 else []
     expect(len(lines) > 2, "--nodes 4 --json: %d %s" % (r.returncode, r.stderr))
     if lines:
@@ -67,14 +61,14 @@ def main(argv):
                                        for t in trees), "two trees over 32 ranks: %s" % trees)
         algos = {row["algo"] for row in lines[1:]}
         expect(algos <= {"Ring", "Tree"} and lines[-1]["algo"] == "Ring", "algos per row: %s" % lines[1:])
-    r = run(cc_plan, "--topo", topo, "--nodes", "64", "--algo", "tree", "-b", "1M", "-e", "1M", "--json")
+    r = run_cc_plan(cc_plan, "--topo", topo, "--nodes", "64", "--algo", "tree", "-b", "1M", "-e", "1M", "--json")
     row = json.loads(r.stdout.splitlines()[-1]) if r.returncode == 0 else {}
     expect(row.get("algo") == "Tree", "--algo tree is obeyed: %s %s" % (row, r.stderr))
-    r = run(cc_plan, "--topo", topo, "--nodes", "2", "--algo", "ring", "-b", "1M", "-e", "1M")
+    r = run_cc_plan(cc_plan, "--topo", topo, "--nodes", "2", "--algo", "ring", "-b", "1M", "-e", "1M")
     rows = [l.split() for l in r.stdout.splitlines() if l.strip() and not l.startswith("#")]
     expect(r.returncode == 0 and rows and rows[0][8] == "Ring", "--algo ring is obeyed: %s" % rows)
 
-    r = run(cc_plan, "--version")
+    r = run_cc_plan(cc_plan, "--version")
     expect(r.returncode == 0 and r.stdout.startswith("cc-plan (collcomm version "), "--version: %s" % r.stdout)
 
     bad = [
@@ -97,16 +91,13 @@ def main(argv):
         ["--frobnicate"],
     ]
     for args in bad:
-        r = run(cc_plan, *args)
+        r = run_cc_plan(cc_plan, *args)
         expect(r.returncode == 2 and r.stderr.startswith("cc-plan: ") and len(r.stderr.split()) > 3
                and not r.stdout, "%s: exit 2 and a sentence, got %d: %r" % (args, r.returncode, r.stderr))
-    r = run(cc_plan, "--topo", os.path.join(source_dir, "no-such-file.xml"))
+    r = run_cc_plan(cc_plan, "--topo", os.path.join(source_dir, "no-such-file.xml"))
     expect(r.returncode == 1 and "no-such-file.xml" in r.stderr, "missing file: exit 1 naming it: %r" % r.stderr)
 
-    for f in failures:
-        print("FAIL " + f)
-    print("%d checks failed" % len(failures) if failures else "ok")
-    return 1 if failures else 0
+    return checks.report()
 
 
 if __name__ == "__main__":

@@ -9,11 +9,12 @@ Usage: cc_plan_scale_test.py CC_PLAN SOURCE_DIR
 """
 import json
 import math
-import os
 import resource
 import subprocess
 import sys
 import time
+
+from cc_plan_checks import Checks, topology
 
 TIME_BOUND_S = 5.0
 # 14 MiB in a plain build; AddressSanitizer's shadow memory and allocator take it to about 80.
@@ -22,12 +23,9 @@ RSS_BOUND_KIB = 128 * 1024
 
 def main(argv):
     cc_plan, source_dir = argv[0], argv[1]
-    topo = os.path.join(source_dir, "tests", "fixtures", "topologies", "dgx_h100.xml")
-    failures = []
-
-    def expect(cond, what):
-        if not cond:
-            failures.append(what)
+    topo = topology(source_dir, "dgx_h100.xml")
+    checks = Checks()
+    expect = checks.expect
 
     cmd = [cc_plan, "--topo", topo, "--nodes", "12500", "-b", "1M", "-e", "16G", "-f", "2", "--json"]
     start = time.monotonic()
@@ -66,10 +64,7 @@ def main(argv):
     row = json.loads(run.stdout.splitlines()[-1]) if run.returncode == 0 else {}
     expect(0.1e6 < row.get("latency_us", 0) < 3e6, "ring latency at 100k ranks: %s %s" % (row, run.stderr))
 
-    for f in failures:
-        print("FAIL " + f)
-    print("%d checks failed" % len(failures) if failures else "ok")
-    return 1 if failures else 0
+    return checks.report()
 
 
 if __name__ == "__main__":
