@@ -34,6 +34,15 @@ RedOpSpec opSpec(int op, ccDataType_t t, int n) {
 }
 
 // Whether this process may read itself with process_vm_readv (a sandbox may forbid it).
+// Rank r's Direct collective over the mesh's connections, as core hands it to the executor.
+ExecColl directColl(PeerMesh& mesh, int r, CollKind kind, ccDataType_t t, int op, const void* in, void* out,
+                    size_t count, int root = 0) {
+  ExecColl coll{kind, Algorithm::kDirect, Protocol::kSimple, t, opSpec(op, t, mesh.size()), in, out, count, root, 1};
+  coll.builtinOp = op;
+  coll.peers = mesh.peers(r);
+  return coll;
+}
+
 bool selfCmaWorks(std::string* why) {
   int src = 42, dst = 0;
   const int err = tryReadProcess(static_cast<int>(getpid()), &src, &dst, sizeof(src));
@@ -81,12 +90,9 @@ std::string runCase(PeerMesh& mesh, const Case& c, bool cross, bool streamResult
     }
     test::fillInputs(fillOp, c.dtype, r, in[r], sendElems);
   }
-  const RedOpSpec spec = opSpec(c.op, c.dtype, n);
   std::vector<ExecFailure> failures(n);
   const auto s = mesh.onAll([&](int r) {
-    ExecColl coll{c.kind, Algorithm::kDirect, Protocol::kSimple, c.dtype, spec, in[r], out[r], c.count, c.root, 1};
-    coll.builtinOp = c.op;
-    coll.peers = mesh.peers(r);
+    ExecColl coll = directColl(mesh, r, c.kind, c.dtype, c.op, in[r], out[r], c.count, c.root);
     coll.streamResults = streamResults;
     ExecOp op;
     op.name = collName(c.kind);
@@ -190,18 +196,7 @@ TEST(DirectAlgo, ReductionsFollowRankOrderOnOrderSensitiveInputs) {
                                                             static_cast<int>((seed >> 20) % 24) - 12);
           }
         const auto s = mesh.onAll([&](int r) {
-          ExecColl coll{kind,
-                        Algorithm::kDirect,
-                        Protocol::kSimple,
-                        ccFloat64,
-                        makeOpArg(ccSum, ccFloat64, n),
-                        in[r].data(),
-                        out[r].data(),
-                        count,
-                        0,
-                        1};
-          coll.builtinOp = ccSum;
-          coll.peers = mesh.peers(r);
+          const ExecColl coll = directColl(mesh, r, kind, ccFloat64, ccSum, in[r].data(), out[r].data(), count);
           ExecOp op;
           op.name = collName(kind);
           return mesh.exec(r).run(coll, op);
@@ -231,18 +226,8 @@ TEST(DirectAlgo, RanksWhoseCallsDifferAreToldNotReduced) {
   std::vector<std::string> messages(3);
   const auto s = mesh.onAll([&](int r) {
     const size_t count = r == 1 ? 63 : 64;
-    ExecColl coll{CollKind::kAllReduce,
-                  Algorithm::kDirect,
-                  Protocol::kSimple,
-                  ccFloat32,
-                  makeOpArg(ccSum, ccFloat32, 3),
-                  in[r].data(),
-                  out[r].data(),
-                  count,
-                  0,
-                  1};
-    coll.builtinOp = ccSum;
-    coll.peers = mesh.peers(r);
+    const ExecColl coll =
+        directColl(mesh, r, CollKind::kAllReduce, ccFloat32, ccSum, in[r].data(), out[r].data(), count);
     ExecOp op;
     op.name = "AllReduce";
     op.failure = &failures[r];
