@@ -686,7 +686,7 @@ TEST(ProcessFailure, RankDyingMidAllReduceOverOfiOnSeparateHostsIsFoundByTheBack
 // executor finds the dead process in /proc (ccRemoteError naming it, as over tcp); with hosts told
 // apart only COLLCOMM_TIMEOUT ends the wait (ccTimeout naming the rank that stopped answering; the
 // other survivor may return ccRemoteError naming the first, which left). Names are not checked
-// strictly, as over tcp: now and then (1 in 12 runs) the survivor beside the dead rank's neighbour
+// strictly, as over tcp: now and then (4 in 12 runs) the survivor beside the dead rank's neighbour
 // gets no farewell from it and says that neighbour exited.
 // Only the rank dying between operations: one dying inside shm's progress leaves its region's
 // spin lock taken, and a survivor's next send to it spins for good inside fi_tsend, a hang no
