@@ -52,19 +52,17 @@ std::string g_why;
 constexpr size_t kEagerLimit = size_t{1} << 20;
 
 // FI_OFI_RXM_BUFFER_SIZE=kBounceBytes, over tcp only: rxm gives every endpoint pools of bounce
-// buffers of this size (1024 of them per pool, several pools, grown by 1024 at a time; each pool's
-// pages written when it grows), and closing an endpoint gives them back to the kernel. At the
-// default 16 KiB that is 70-100 MiB per endpoint and 6-14 ms of CPU in fi_close (munmap) per
-// endpoint; a rank of a 3-rank ring closes 6, so ccCommAbort spent 50-90 ms of CPU in libfabric
-// and, under a CPU share of a tenth (CI's loaded sanitizer stage), 1.5 s of wall clock. It waits on
-// nothing: the thread was runnable the whole time (/proc/thread-self/schedstat: 10 ms running and
-// 40-60 ms waiting for a CPU per close with four busy loops beside it). At 1 KiB a close takes
-// about 1 ms of CPU and the abort 20-30 ms. Over tcp the bounce buffers only carry messages that
-// arrive before their receive is posted (a larger one gets a buffer of its own, malloc) and
-// messages up to this size sent with inject; steps go eagerly from and into the caller's buffers
-// up to kEagerLimit whatever this is (rxm takes its eager limit from FI_OFI_RXM_EAGER_LIMIT over
-// tcp). Over verbs this size is also rxm's eager limit, so it is left alone where verbs may be
-// chosen: a provider other than tcp asked for, or none asked for on a host with RDMA devices.
+// buffers of this size (grown 1024 buffers at a time, 5-6 such chunks per endpoint here), and
+// closing an endpoint unmaps them, at a cost that grows with the size. At the default 16 KiB that
+// is 70-100 MiB per endpoint and 6-14 ms of CPU in fi_close (munmap) per endpoint; a rank of a 3-rank ring closes 6, so
+// ccCommAbort spent 50-90 ms of CPU in libfabric and, under a CPU share of a tenth (CI's loaded sanitizer stage), 1.5 s
+// of wall clock. It waits on nothing: the thread was runnable the whole time (/proc/thread-self/schedstat: 10 ms
+// running and 40-60 ms waiting for a CPU per close with four busy loops beside it). At 1 KiB a close takes about 1 ms
+// of CPU and the abort 20-30 ms. Over tcp the bounce buffers only carry messages that arrive before their receive is
+// posted (a larger one gets a buffer of its own, malloc) and messages up to this size sent with inject; steps go
+// eagerly from and into the caller's buffers up to kEagerLimit whatever this is (rxm takes its eager limit from
+// FI_OFI_RXM_EAGER_LIMIT over tcp). Over verbs this size is also rxm's eager limit, so it is left alone where verbs may
+// be chosen: a provider other than tcp asked for, or none asked for on a host with RDMA devices.
 constexpr size_t kBounceBytes = 1024;
 
 bool hostHasRdmaDevices() {
