@@ -593,12 +593,16 @@ constexpr int kExitNamedAnotherRank = 3;
 // ofiProvider: over the OFI backend with that libfabric provider (implies net). separateHosts: each
 // rank gets COLLCOMM_HOSTID=<this host>-r<rank>, so the executor does not look for the dead process
 // in /proc and only the NET backend can find it gone (the names still begin with this host's).
+// timeoutS: COLLCOMM_TIMEOUT; maxSeconds: the job's bound; expectResult: ccGetErrorString of the
+// result at least one survivor must have returned (the one that waited on the dead rank; the other
+// may return ccRemoteError, naming the survivor that left).
 void runDieJob(const char* scenario, bool strictNames, bool net = false, const char* ofiProvider = "",
-               const char* algo = "", const char* plugin = "", bool separateHosts = false) {
+               const char* algo = "", const char* plugin = "", bool separateHosts = false, int timeoutS = 20,
+               double maxSeconds = 15.0, const char* expectResult = nullptr) {
   const int nranks = 3;
   // COLLCOMM_TIMEOUT is small so that a regression fails instead of hanging; a dead process on
   // this host is noticed through /proc within ~100 ms anyway (over NET: its sockets close).
-  std::vector<std::string> env = {"COLLCOMM_TIMEOUT=20"};
+  std::vector<std::string> env = {"COLLCOMM_TIMEOUT=" + std::to_string(timeoutS)};
   if (algo[0] != '\0') env.push_back(std::string("COLLCOMM_ALGO=") + algo);
   if (net) {
     env.push_back("COLLCOMM_SHM_DISABLE=1");
@@ -627,6 +631,7 @@ void runDieJob(const char* scenario, bool strictNames, bool net = false, const c
       << "the dying rank: " << describeStatus(dead.status) << "\n"
       << job.allOutput();
   int namedVictim = 0;
+  int gotExpected = 0;
   for (int r = 0; r < nranks - 1; ++r) {
     const WorkerResult& w = job.result(r);
     const bool ok = exitedWith(w.status, 0) || (!strictNames && exitedWith(w.status, kExitNamedAnotherRank));
@@ -636,10 +641,14 @@ void runDieJob(const char* scenario, bool strictNames, bool net = false, const c
           << "rank " << r << " failed without saying why";
     }
     namedVictim += exitedWith(w.status, 0);
+    if (expectResult != nullptr)
+      gotExpected += w.output.find(std::string(" gone returned ") + expectResult) != std::string::npos;
   }
+  if (expectResult != nullptr)
+    EXPECT_GE(gotExpected, 1) << "no survivor returned \"" << expectResult << "\"\n" << job.allOutput();
   EXPECT_GE(namedVictim, 1) << "no survivor's error names the dead rank\n" << job.allOutput();
-  // Far below COLLCOMM_TIMEOUT: the death was detected, not timed out.
-  EXPECT_LT(seconds, 15.0) << job.allOutput();
+  // Far below COLLCOMM_TIMEOUT where the death is detected, not timed out.
+  EXPECT_LT(seconds, maxSeconds) << job.allOutput();
   expectNoShmLeft(job);
 }
 
@@ -671,6 +680,24 @@ TEST(ProcessFailure, DeadRankOverOfiFailsPeersFast) {
 TEST(ProcessFailure, RankDyingMidAllReduceOverOfiOnSeparateHostsIsFoundByTheBackend) {
   CC_REQUIRE_OFI_PROVIDER("tcp");
   runDieJob("die-mid", false, true, "tcp", "", "", true);
+}
+// The same over libfabric's shm provider, where it can express them. shm completes sends to a dead
+// process as if it were there, so the backend never finds a dead peer itself: on one host the
+// executor finds the dead process in /proc (ccRemoteError naming it, as over tcp); with hosts told
+// apart only COLLCOMM_TIMEOUT ends the wait (ccTimeout naming the rank that stopped answering; the
+// other survivor may return ccRemoteError naming the first, which left). Names are not checked
+// strictly, as over tcp: now and then (4 in 12 runs) the survivor beside the dead rank's neighbour
+// gets no farewell from it and says that neighbour exited.
+// Only the rank dying between operations: one dying inside shm's progress leaves its region's
+// spin lock taken, and a survivor's next send to it spins for good inside fi_tsend, a hang no
+// deadline of ours can end (docs/net.md, "Limits"); nor a link taken down: shm has no link.
+TEST(ProcessFailure, DeadRankOverOfiShmFailsPeersFast) {
+  CC_REQUIRE_OFI_PROVIDER("shm");
+  runDieJob("die", false, true, "shm", "", "", false, 20, 15.0, "remote process exited or there was a network error");
+}
+TEST(ProcessFailure, DeadRankOverOfiShmOnSeparateHostsTimesOut) {
+  CC_REQUIRE_OFI_PROVIDER("shm");
+  runDieJob("die", false, true, "shm", "", "", true, 4, 15.0, "operation timed out (COLLCOMM_TIMEOUT)");
 }
 // The tree AllReduce (COLLCOMM_ALGO=Tree; on one host the chain 0 - 1 - 2): the dead leaf's parent
 // sees it go, and the root learns the culprit from the parent's departure.

@@ -2,6 +2,7 @@
 // collcomm runs (with the socket backend) where libfabric is not installed. Only the functions
 // that are real symbols of the library are resolved; the rest of the fi_* API is static inlines
 // over each object's ops table and needs no symbol. Setup tier.
+#include <dirent.h>
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/params.h"
 #include "transport/net/net_ofi_internal.h"
 
 namespace collcomm::detail::netofi {
@@ -49,6 +51,36 @@ std::string g_why;
 // Providers that want registered local buffers (verbs) ignore the setting.
 constexpr size_t kEagerLimit = size_t{1} << 20;
 
+// FI_OFI_RXM_BUFFER_SIZE=kBounceBytes, over tcp only: rxm gives every endpoint pools of bounce
+// buffers of this size (grown 1024 buffers at a time, 5-6 such chunks per endpoint here), and
+// closing an endpoint unmaps them, at a cost that grows with the size. At the default 16 KiB that
+// is 70-100 MiB per endpoint and 6-14 ms of CPU in fi_close (munmap) per endpoint; a rank of a 3-rank ring closes 6, so
+// ccCommAbort spent 50-90 ms of CPU in libfabric and, under a CPU share of a tenth (CI's loaded sanitizer stage), 1.5 s
+// of wall clock. It waits on nothing: the thread was runnable the whole time (/proc/thread-self/schedstat: 10 ms
+// running and 40-60 ms waiting for a CPU per close with four busy loops beside it). At 1 KiB a close takes about 1 ms
+// of CPU and the abort 20-30 ms. Over tcp the bounce buffers only carry messages that arrive before their receive is
+// posted (a larger one gets a buffer of its own, malloc) and messages up to this size sent with inject; steps go
+// eagerly from and into the caller's buffers up to kEagerLimit whatever this is (rxm takes its eager limit from
+// FI_OFI_RXM_EAGER_LIMIT over tcp). Over verbs this size is also rxm's eager limit, so it is left alone where verbs may
+// be chosen: a provider other than tcp asked for, or none asked for on a host with RDMA devices.
+constexpr size_t kBounceBytes = 1024;
+
+bool hostHasRdmaDevices() {
+  DIR* d = opendir("/sys/class/infiniband");
+  if (d == nullptr) return false;
+  bool any = false;
+  while (const dirent* e = readdir(d))
+    if (e->d_name[0] != '.') any = true;
+  closedir(d);
+  return any;
+}
+
+bool rxmOverTcpOnly() {
+  const std::string asked = paramStr(Param::kOfiProvider);
+  if (!asked.empty()) return asked.rfind("tcp", 0) == 0;
+  return !hostHasRdmaDevices();
+}
+
 void tuneRxm(uint32_t version) {
   if (version < FI_VERSION(1, 18) && setenv("FI_OFI_RXM_USE_RNDV_WRITE", "1", 0) == 0)
     CC_INFO(kSubsysNet,
@@ -58,6 +90,10 @@ void tuneRxm(uint32_t version) {
   const std::string eager = std::to_string(kEagerLimit);
   if (setenv("FI_OFI_RXM_EAGER_LIMIT", eager.c_str(), 0) == 0)
     CC_INFO(kSubsysNet, "net/ofi: FI_OFI_RXM_EAGER_LIMIT=%s unless set already (steps sent eagerly)", eager.c_str());
+  const std::string bounce = std::to_string(kBounceBytes);
+  if (rxmOverTcpOnly() && setenv("FI_OFI_RXM_BUFFER_SIZE", bounce.c_str(), 0) == 0)
+    CC_INFO(kSubsysNet, "net/ofi: FI_OFI_RXM_BUFFER_SIZE=%s unless set already (small bounce-buffer pools)",
+            bounce.c_str());
 }
 
 template <typename F>
