@@ -26,7 +26,7 @@
   X(HostSimd,       STR, "COLLCOMM_HOST_SIMD",      "auto", "vector instructions of the host executor's reductions: auto (the widest the CPU has), avx512, avx2 or portable") \
   X(MinNchannels,   INT, "COLLCOMM_MIN_NCHANNELS",  "-1",   "least channels per collective; -1: planner default") \
   X(MaxNchannels,   INT, "COLLCOMM_MAX_NCHANNELS",  "-1",   "most channels per collective; -1: planner default") \
-  X(SpinCount,      INT, "COLLCOMM_SPIN_COUNT",     "2000", "polls a waiting host thread spins before it starts yielding the core; unset: 2000, or 0 when a host has more ranks than the CPUs their threads may use (counting, once NET is in use, one proxy thread per process)") \
+  X(SpinCount,      INT, "COLLCOMM_SPIN_COUNT",     "2000", "polls a waiting host thread spins before it starts yielding the core; unset: 2000, or 0 when a machine (one kernel, whatever COLLCOMM_HOSTID says) has more ranks than the CPUs their threads may use (counting, once NET is in use, one proxy thread per process); at 0 (ranks alone outnumbering the CPUs, or set) a wait that runs network progress rounds yields after each") \
   X(ParkAfterUs,    INT, "COLLCOMM_PARK_AFTER_US",  "200",  "microseconds a waiting host thread yields its core before it sleeps until the peer publishes what it waits for (futex; not over NET); 0: never sleeps") \
   X(TopoFile,       STR, "COLLCOMM_TOPO_FILE",      "",     "load the machine topology from this NCCL-format XML file instead of detecting it") \
   X(TopoDumpFile,   STR, "COLLCOMM_TOPO_DUMP_FILE", "",     "write the topology in use to this XML file (NCCL format)") \

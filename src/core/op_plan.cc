@@ -1,7 +1,9 @@
 // The communicator's side of a plan (op_plan.h).
 #include "core/op_plan.h"
 
+#include <algorithm>
 #include <mutex>
+#include <vector>
 
 namespace collcomm::detail {
 
@@ -22,6 +24,10 @@ void makeShape(ccComm* comm) {
   s.trees = p.trees.size() == p.rings.size() ? p.trees.data() : nullptr;
   s.maxGpuChannels = comm->gpu() ? comm->gpu()->maxChannels() : 0;
   s.reach = comm->directReach;
+  std::vector<uint64_t> hosts;
+  for (const PeerInfo& peer : comm->peers)
+    if (std::find(hosts.begin(), hosts.end(), peer.hostHash) == hosts.end()) hosts.push_back(peer.hostHash);
+  s.nHosts = std::max(1, static_cast<int>(hosts.size()));
   const bool connected = comm->nranks > 1 && !comm->channels.empty();
   const SendConn* send = connected ? &comm->channels[0].send : nullptr;
   s.simpleStepBytes = connected ? send->simpleStepMax : comm->fifoSizes.ring.simpleStepBytes;

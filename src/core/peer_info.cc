@@ -26,21 +26,33 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+std::string bootId() {
+  char boot[64] = {};
+  if (FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    if (fgets(boot, sizeof(boot), f) == nullptr) boot[0] = '\0';
+    fclose(f);
+  }
+  return boot;
+}
+
+std::string hostName() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
 }  // namespace
 
 uint64_t localHostHash() {
   // COLLCOMM_HOSTID (as NCCL_HOSTID): network namespaces or containers on one kernel share the
   // hostname and boot id but may need to count as separate hosts (NET between them).
   if (const std::string id = paramStr(Param::kHostid); !id.empty()) return fnv1a("hostid:" + id);
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::string id = host;
-  if (FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r")) {
-    char boot[64] = {};
-    if (fgets(boot, sizeof(boot), f) != nullptr) id += boot;
-    fclose(f);
-  }
-  return fnv1a(id);
+  return fnv1a(hostName() + bootId());
+}
+
+uint64_t localMachineHash() {
+  const std::string boot = bootId();
+  return fnv1a(boot.empty() ? "host:" + hostName() : "boot:" + boot);
 }
 
 uint64_t localProcessToken() {
@@ -62,6 +74,7 @@ PeerInfo localPeerInfo(int rank, int device) {
   info.rank = rank;
   info.pid = getpid();
   info.hostHash = localHostHash();
+  info.machineHash = localMachineHash();
   info.processToken = localProcessToken();
   info.device = device;
   info.ringOrder = static_cast<int32_t>(ringOrderFromParams());
@@ -83,7 +96,7 @@ bool hostOversubscribed(const std::vector<PeerInfo>& peers, int rank, int thread
   int threads = 0;
   std::vector<uint64_t> processes;
   for (const PeerInfo& p : peers) {
-    if (p.hostHash != peers[rank].hostHash) continue;
+    if (p.machineHash != peers[rank].machineHash) continue;
     ++threads;
     if (std::find(processes.begin(), processes.end(), p.processToken) == processes.end())
       processes.push_back(p.processToken);

@@ -60,13 +60,16 @@ HostLinkClass hostLinkClassOf(const PlanShape& shape) {
 const HostLinkConstants& hostLinkConstants(HostLinkClass c) { return kHostConstants[static_cast<int>(c)]; }
 
 double hostEstimateUs(const Plan& plan, HostLinkClass c) {
+  return hostEstimateCollUs(plan.kind, plan.algo, plan.proto, plan.bytes, plan.nranks, c);
+}
+
+double hostEstimateCollUs(CollKind kind, Algorithm algo, Protocol protocol, size_t size, int n, HostLinkClass c) {
   const HostLinkConstants& k = hostLinkConstants(c);
-  const int n = plan.nranks;
   if (n <= 1) return k.opUs;  // a local copy, if any, is below the model's resolution
-  const double bytes = static_cast<double>(plan.bytes);
-  const int proto = plan.proto == Protocol::kLL ? 1 : 0;
-  const Shape ring = ringShape(plan.kind, bytes, n);
-  switch (plan.algo) {
+  const double bytes = static_cast<double>(size);
+  const int proto = protocol == Protocol::kLL ? 1 : 0;
+  const Shape ring = ringShape(kind, bytes, n);
+  switch (algo) {
     case Algorithm::kOneShot:
       if (n == 2) return k.opUs + k.hopUs[proto] + bytes / k.oneShotBytesPerUs;
       // Every input to every peer at once, then n inputs reduced: the sends share one rank's link.
@@ -74,7 +77,7 @@ double hostEstimateUs(const Plan& plan, HostLinkClass c) {
     case Algorithm::kDirect: {
       // A descriptor exchange and a "done" exchange around the copies; AllReduce adds "ready"
       // between its halves. Where Direct was not measured (NET: never planned), the ring's rate.
-      const double tokens = plan.kind == CollKind::kAllReduce ? 3 : 2;
+      const double tokens = kind == CollKind::kAllReduce ? 3 : 2;
       const double rate = k.directBytesPerUs > 0 ? k.directBytesPerUs : k.bytesPerUs[0];
       return k.opUs + tokens * k.hopUs[0] + ring.rankBytes / rate;
     }
@@ -84,6 +87,20 @@ double hostEstimateUs(const Plan& plan, HostLinkClass c) {
     case Algorithm::kRing: break;
   }
   return k.opUs + ring.hops * k.hopUs[proto] + ring.rankBytes / k.bytesPerUs[proto];
+}
+
+Algorithm hostModelAlgorithm(CollKind kind, Protocol proto, size_t bytes, int nranks, HostLinkClass c) {
+  Algorithm best = Algorithm::kRing;
+  if (kind != CollKind::kAllReduce || nranks <= 2) return best;
+  double bestUs = hostEstimateCollUs(kind, best, proto, bytes, nranks, c);
+  for (Algorithm a : {Algorithm::kOneShot, Algorithm::kTree}) {
+    const double us = hostEstimateCollUs(kind, a, proto, bytes, nranks, c);
+    if (us < bestUs) {
+      best = a;
+      bestUs = us;
+    }
+  }
+  return best;
 }
 
 double hostEstimateP2pUs(size_t sendBytes, size_t recvBytes, HostLinkClass c) {

@@ -47,6 +47,9 @@ struct PlanShape {
   int maxGpuChannels = 0;
   DirectReach reach = DirectReach::kNone;
   bool overNet = false;
+  // Hosts the communicator's ranks are on (PeerInfo::hostHash): the same on every rank, unlike
+  // overNet (a rank inside a host's chain may have no NET connection of its own).
+  int nHosts = 1;
   // Payload of one ring step, per protocol: what every rank's ring connections agreed on at init
   // (the smaller of a channel's two connections, as Primitives take it).
   size_t simpleStepBytes = 0;
@@ -99,9 +102,9 @@ inline Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& s
   const size_t elem = dtypeSize(op.dtype);
   const size_t bytes = op.count * elem * (perRank ? static_cast<size_t>(shape.nranks) : 1);
   Plan p{};
-  static_cast<CollPlan&>(p) =
-      shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels)
-                : planCollective(cfg, op.kind, bytes, shape.nranks, shape.nChannels, shape.reach, shape.overNet);
+  static_cast<CollPlan&>(p) = shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels)
+                                        : planCollective(cfg, op.kind, bytes, shape.nranks, shape.nChannels,
+                                                         shape.reach, shape.overNet, shape.nHosts);
   p.kind = op.kind;
   p.count = op.count;
   p.bytes = bytes;

@@ -6,6 +6,12 @@
 // - Algorithm: one-shot AllReduce while a rank receives at most 64 KiB (one hand-off instead of
 //   the ring's two); for two ranks over NET up to 256 KiB, where the ring's second phase costs a
 //   network round trip (more ranks on few cores lost with it, so they keep 64 KiB).
+// - AllReduce on more than two ranks across hosts: the host model's argmin of Ring, OneShot and
+//   Tree over NET (plan/host_model.h hostModelAlgorithm), with the protocol of the rule above; the
+//   thresholds stay where the model lacks a term: within one host (its rates err up to 2x from
+//   256 KiB, in cache and out of it, far more than the margins between the algorithms there) and
+//   for two ranks over NET (its one-shot/ring crossing falls at 48 KiB where 256 KiB was measured:
+//   one rate fitted from 256 KiB up misses the mid sizes by 40-50%). docs/planning.md.
 // - Results stream past the cache from half the last-level cache up (at least 4 MiB): below that
 //   the next operation finds them in cache. Over NET from the whole cache (at least 8 MiB): the
 //   operation is bound by the kernel's per-packet work there, not by memory.
@@ -30,6 +36,7 @@
 #include <string>
 
 #include "common/params.h"
+#include "plan/host_model.h"
 #include "topo/cpu_cache.h"
 
 namespace collcomm::detail {
@@ -120,7 +127,7 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectRea
 }
 
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
-                        DirectReach reach, bool overNet) {
+                        DirectReach reach, bool overNet, int nHosts) {
   const bool streamSteps = !overNet && bytes >= cfg.stepStreamThreshold;
   const size_t streamFrom = overNet ? cfg.netStreamThreshold : cfg.streamThreshold;
   CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= streamFrom, streamSteps,
@@ -140,17 +147,19 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
   // OneShot and Tree exist for AllReduce; forced, they leave the other collectives on rings. On more
   // than two ranks each rank receives (n-1) inputs and reduces them all, so the threshold applies
   // to what one rank receives.
-  if (kind == CollKind::kAllReduce && nranks >= 2) {
-    if (cfg.forcedAlgo >= 0 && cfg.forcedAlgo != static_cast<int>(Algorithm::kDirect))
-      plan.algo = static_cast<Algorithm>(cfg.forcedAlgo);
-    else if (bytes * static_cast<size_t>(nranks - 1) <=
-             (overNet && nranks == 2 ? cfg.oneShotNetThreshold : cfg.oneShotThreshold))
-      plan.algo = Algorithm::kOneShot;
-  }
   if (cfg.forcedProto >= 0)
     plan.proto = static_cast<Protocol>(cfg.forcedProto);
   else if (cfg.llThreshold != 0 && bytes <= cfg.llThreshold)
     plan.proto = Protocol::kLL;
+  if (kind == CollKind::kAllReduce && nranks >= 2) {
+    if (cfg.forcedAlgo >= 0 && cfg.forcedAlgo != static_cast<int>(Algorithm::kDirect))
+      plan.algo = static_cast<Algorithm>(cfg.forcedAlgo);
+    else if (nHosts > 1 && nranks > 2)
+      plan.algo = hostModelAlgorithm(kind, plan.proto, bytes, nranks, HostLinkClass::kNet);
+    else if (bytes * static_cast<size_t>(nranks - 1) <=
+             (overNet && nranks == 2 ? cfg.oneShotNetThreshold : cfg.oneShotThreshold))
+      plan.algo = Algorithm::kOneShot;
+  }
   return plan;
 }
 

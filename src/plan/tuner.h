@@ -79,10 +79,12 @@ struct CollPlan {
 // Reads COLLCOMM_PROTO / COLLCOMM_ALGO and the thresholds; rejects unknown names.
 Status loadTunerConfig(TunerConfig* out);
 
-// reach: whether (and how) the communicator can run Direct; overNet: some of its connections are
-// NET.
+// reach: whether (and how) the communicator can run Direct; overNet: some of this rank's
+// connections are NET (not the same on every rank: it steers only what stays local, such as
+// streaming, and two ranks' one-shot); nHosts: the hosts the ranks are on (every rank counts alike:
+// above one, AllReduce takes the host model's argmin over NET, plan/host_model.h).
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
-                        DirectReach reach = DirectReach::kNone, bool overNet = false);
+                        DirectReach reach = DirectReach::kNone, bool overNet = false, int nHosts = 1);
 
 // A GPU communicator's collective: ring (OneShot for small two-rank AllReduce), LL for small
 // messages, channels growing with the size up to maxChannels (what the device holds at once).

@@ -26,6 +26,9 @@ struct PeerInfo {
   char host[64];
   int32_t ringOrder;      // the COLLCOMM_RING_ORDER this rank plans rings with (plan/rings.h)
   uint64_t cpuMask[16];   // the CPUs the rank's thread may run on at init (first 1024)
+  // Same value <=> same kernel (its boot id), whatever COLLCOMM_HOSTID says: ranks that count as
+  // separate hosts (network namespaces, containers) may still share CPUs (hostOversubscribed).
+  uint64_t machineHash;
 };
 
 // Opaque description of a FIFO, made by the receiving side's transport.

@@ -145,7 +145,9 @@ class WorkerJob {
       int fd = mkstemp(logPath);
       if (fd < 0) return std::string("mkstemp failed: ") + strerror(errno);
       logs_.push_back(logPath);
-      std::vector<std::string> args = {CC_MP_WORKER_PATH,
+      // CC_MP_WORKER: another build's worker, for A/B measurements from one driver.
+      const char* worker = getenv("CC_MP_WORKER");
+      std::vector<std::string> args = {worker != nullptr && worker[0] != '\0' ? worker : CC_MP_WORKER_PATH,
                                        "--scenario=" + scenario_,
                                        "--nranks=" + std::to_string(nranks_),
                                        "--rank=" + std::to_string(rank),
@@ -944,8 +946,21 @@ void treeLatency(int hosts) {
   if (const std::string why = lab.setUp(hosts); !why.empty()) GTEST_SKIP() << why;
   const char* env = getenv("CC_MP_BENCH_REPS");
   const int reps = env != nullptr ? std::max(1, atoi(env)) : 3;
+  // CC_MP_TREE_ALGOS: a comma-separated subset of Ring,Tree,OneShot,default (default: Ring,Tree,default).
+  std::vector<std::string> algos = {"Ring", "Tree", ""};
+  if (const char* list = getenv("CC_MP_TREE_ALGOS"); list != nullptr && list[0] != '\0') {
+    algos.clear();
+    std::string s = list;
+    for (size_t at = 0; at <= s.size();) {
+      const size_t comma = std::min(s.find(',', at), s.size());
+      const std::string a = s.substr(at, comma - at);
+      algos.push_back(a == "default" ? "" : a);
+      at = comma + 1;
+    }
+  }
   for (int rep = 0; rep < reps; ++rep) {
-    for (const char* algo : {"Ring", "Tree", ""}) {
+    for (const std::string& algoName : algos) {
+      const char* algo = algoName.c_str();
       WorkerJob job("latency", hosts, {"COLLCOMM_TIMEOUT=60", std::string("COLLCOMM_ALGO=") + algo}, 150);
       job.setLauncher(lab.launcher());
       ASSERT_EQ(job.run(), "");

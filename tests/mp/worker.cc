@@ -186,7 +186,19 @@ int runLatency(ccComm_t comm, int rank, int nranks) {
   const char* env = getenv("CC_MP_BENCH_ITERS");
   const int baseIters = env != nullptr ? atoi(env) : 200;
   if (baseIters < 4) return fail("CC_MP_BENCH_ITERS must be at least 4");
-  for (size_t bytes : {size_t{8}, size_t{1} << 10, size_t{64} << 10, size_t{1} << 20}) {
+  // CC_MP_LATENCY_SIZES: a comma-separated list of sizes in bytes instead (e.g. 8,1024).
+  std::vector<size_t> sizes = {size_t{8}, size_t{1} << 10, size_t{64} << 10, size_t{1} << 20};
+  if (const char* list = getenv("CC_MP_LATENCY_SIZES"); list != nullptr && list[0] != '\0') {
+    sizes.clear();
+    for (const char* p = list; *p != '\0';) {
+      char* end = nullptr;
+      const unsigned long long v = strtoull(p, &end, 10);
+      if (end == p || v < sizeof(float)) return fail(std::string("CC_MP_LATENCY_SIZES is not a list of sizes: ") + list);
+      sizes.push_back(static_cast<size_t>(v));
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
+  for (size_t bytes : sizes) {
     const size_t count = bytes / sizeof(float);
     const int iters = bytes >= (size_t{64} << 10) ? baseIters / 4 : baseIters;
     std::vector<float> send(count, static_cast<float>(rank + 1)), recv(count, 0.0f);

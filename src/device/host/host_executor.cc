@@ -29,6 +29,7 @@ HostWaitContext HostExecutor::waitContext(const ExecOp& op) const {
   ctx.deadline = op.deadline;
   ctx.timeoutSeconds = setup_.timeoutSeconds;
   ctx.spinCount = op.overNet ? setup_.netSpinCount : setup_.spinCount;
+  ctx.yieldEachRound = setup_.spinCount == 0;
   ctx.parkAfterNs = op.overNet ? 0 : setup_.parkAfterNs;
   if (op.overNet) {
     ctx.progress = setup_.progress;

@@ -70,6 +70,9 @@ struct HostWaitContext {
   // (0: never; also where the parking fence is missing, and over NET, whose waits may be the ones
   // running the network's progress).
   int64_t parkAfterNs = 0;
+  // This machine's ranks alone outnumber its CPUs (ExecSetup::spinCount is 0): a wait that runs
+  // network rounds itself yields after each (HostPlatform::roundsPerYield).
+  bool yieldEachRound = false;
 };
 
 inline void cpuRelax() {
@@ -148,11 +151,20 @@ class HostPlatform {
       if (pred()) return true;
       if (mayPark && (i & 3) == 3 && Deadline::Clock::now() >= parkAt)
         park(*peer.waitBell, pred);
-      else if (!progressHere() || (i & 15) == 15)
+      else if (!progressHere() || (i & roundsPerYield()) == roundsPerYield())
         sched_yield();
       if ((i & 7) == 7 && !healthy(peer, what, {recheck, &pred})) return false;
     }
   }
+
+  // A wait that runs the network's progress rounds itself yields its core after this many rounds
+  // in a row, less one (a mask). Every 16th where each rank has a core (the only other thread
+  // there is its own proxy, which stands aside: a yield would only delay the next round). Where
+  // the machine's ranks alone outnumber its CPUs, after every round: a round costs a socket read
+  // per connection, and a rank with many connections (a tree's inner rank: parent, two children,
+  // the ring) held the core for 16 of them while the ranks it waited for could not run
+  // (docs/lab/2026-11-27.md, "Why the tree lost at 8 B").
+  uint32_t roundsPerYield() const { return ctx_.yieldEachRound ? 0 : 15; }
 
   // The longest one park sleeps: a bound on how late a waiter notices an abort, a peer's
   // departure or its deadline (the publishers it waits for wake it at once).
@@ -175,7 +187,7 @@ class HostPlatform {
     if (mayPark && (i & 3) == 3 && idleParkAt_ != Deadline::Clock::time_point{} && Deadline::Clock::now() >= idleParkAt_) {
       auto pred = [&] { return ready(readyArg); };
       park(*peer.waitBell, pred);
-    } else if (!progressHere() || (i & 15) == 15) {
+    } else if (!progressHere() || (i & roundsPerYield()) == roundsPerYield()) {
       sched_yield();
     }
     // The caller's next round is the second look at a peer that left (see Recheck).

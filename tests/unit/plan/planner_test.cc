@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/peer_info.h"
+#include "plan/host_model.h"
 #include "plan/tuner.h"
 #include "topo/cpu_cache.h"
 
@@ -63,6 +64,68 @@ TEST(Planner, DefaultsByKindSizeAndRanks) {
   EXPECT_FALSE(planCollective(cfg, CollKind::kBroadcast, cfg.stepStreamThreshold, 2, 1, DirectReach::kNone,
                               /*overNet=*/true)
                    .streamSteps);
+}
+
+// AllReduce across hosts takes the host model's argmin over NET. With the NET constants of
+// plan/host_model.cc (op 3.50 us, Simple hand-off 5.53 us, ring 3416 B/us, one-shot 2457 B/us),
+// four ranks: one-shot 9.03 + 2.506e-3 b, tree (2 levels, 4 hand-offs) 25.62 + 5.855e-4 b, ring
+// (6 hand-offs) 36.68 + 4.391e-4 b us: one-shot up to 8.6 KB, tree to 75.6 KB, ring above.
+// Eight ranks: one-shot 9.03 + 5.305e-3 b, tree (6 hand-offs) 36.68 + 5.855e-4 b, ring (14)
+// 80.92 + 5.123e-4 b: one-shot to 5.9 KB, tree to 604 KB.
+TEST(Planner, AllReduceAcrossHostsFollowsTheHostModel) {
+  const TunerConfig cfg = loaded();
+  auto algo = [&](size_t bytes, int nranks, int nHosts) {
+    return planCollective(cfg, CollKind::kAllReduce, bytes, nranks, 1, DirectReach::kNone, true, nHosts).algo;
+  };
+  EXPECT_EQ(algo(8, 4, 4), Algorithm::kOneShot);
+  EXPECT_EQ(algo(1024, 4, 4), Algorithm::kOneShot);
+  EXPECT_EQ(algo(8 << 10, 4, 4), Algorithm::kOneShot);
+  EXPECT_EQ(algo(9 << 10, 4, 4), Algorithm::kTree);
+  EXPECT_EQ(algo(64 << 10, 4, 4), Algorithm::kTree);
+  EXPECT_EQ(algo(72 << 10, 4, 4), Algorithm::kTree);
+  EXPECT_EQ(algo(76 << 10, 4, 4), Algorithm::kRing);
+  EXPECT_EQ(algo(1 << 20, 4, 4), Algorithm::kRing);
+  EXPECT_EQ(algo(4 << 10, 8, 8), Algorithm::kOneShot);
+  EXPECT_EQ(algo(8 << 10, 8, 8), Algorithm::kTree);
+  EXPECT_EQ(algo(512 << 10, 8, 8), Algorithm::kTree);
+  EXPECT_EQ(algo(1 << 20, 8, 8), Algorithm::kRing);
+  // Three hosts of two ranks count as six ranks over NET.
+  EXPECT_EQ(algo(64 << 10, 6, 3),
+            hostModelAlgorithm(CollKind::kAllReduce, Protocol::kSimple, 64 << 10, 6, HostLinkClass::kNet));
+  // The choice is the argmin of the estimates it compares, at every size (LL below 16 B).
+  for (int n : {3, 4, 6, 8, 16}) {
+    for (size_t b = 4; b <= (size_t{64} << 20); b *= 2) {
+      const CollPlan p = planCollective(cfg, CollKind::kAllReduce, b, n, 1, DirectReach::kNone, true, n);
+      const double chosen = hostEstimateCollUs(CollKind::kAllReduce, p.algo, p.proto, b, n, HostLinkClass::kNet);
+      for (Algorithm a : {Algorithm::kRing, Algorithm::kOneShot, Algorithm::kTree})
+        EXPECT_LE(chosen, hostEstimateCollUs(CollKind::kAllReduce, a, p.proto, b, n, HostLinkClass::kNet))
+            << n << " ranks, " << b << " B: " << algorithmName(p.algo) << " over " << algorithmName(a);
+    }
+  }
+}
+
+// Where the model lacks a term the measured thresholds stay: one host (the same four ranks over
+// SHM take one-shot to 64 KiB received, then the ring, never the tree), two ranks across hosts
+// (one-shot to 256 KiB), the other collectives (rings); a forced algorithm or protocol wins.
+TEST(Planner, MeasuredRulesWhereTheModelLacksATerm) {
+  TunerConfig cfg = loaded();
+  auto plan = [&](CollKind k, size_t bytes, int nranks, int nHosts) {
+    return planCollective(cfg, k, bytes, nranks, 1, DirectReach::kNone, nHosts > 1, nHosts);
+  };
+  EXPECT_EQ(plan(CollKind::kAllReduce, 16 << 10, 4, 1).algo, Algorithm::kOneShot);
+  EXPECT_EQ(plan(CollKind::kAllReduce, 64 << 10, 4, 1).algo, Algorithm::kRing);
+  EXPECT_EQ(plan(CollKind::kAllReduce, 256 << 10, 2, 2).algo, Algorithm::kOneShot);
+  EXPECT_EQ(plan(CollKind::kAllReduce, (256 << 10) + 4, 2, 2).algo, Algorithm::kRing);
+  for (CollKind k : {CollKind::kAllGather, CollKind::kReduceScatter, CollKind::kBroadcast, CollKind::kReduce})
+    EXPECT_EQ(plan(k, 64 << 10, 4, 4).algo, Algorithm::kRing) << collName(k);
+  EXPECT_EQ(plan(CollKind::kAllReduce, 8, 4, 4).proto, Protocol::kLL);
+  cfg.forcedAlgo = static_cast<int>(Algorithm::kRing);
+  EXPECT_EQ(plan(CollKind::kAllReduce, 64 << 10, 4, 4).algo, Algorithm::kRing);
+  cfg.forcedAlgo = static_cast<int>(Algorithm::kTree);
+  EXPECT_EQ(plan(CollKind::kAllReduce, 8, 4, 4).algo, Algorithm::kTree);
+  cfg.forcedAlgo = -1;
+  cfg.forcedProto = static_cast<int>(Protocol::kSimple);
+  EXPECT_EQ(plan(CollKind::kAllReduce, 8, 4, 4).proto, Protocol::kSimple);
 }
 
 TEST(Planner, EnvironmentForcesAndRejects) {
@@ -202,6 +265,7 @@ TEST(Planner, DirectForcedAndThresholdFromEnvironment) {
 PeerInfo rankOn(uint64_t host, std::initializer_list<int> cpus) {
   PeerInfo p{};
   p.hostHash = host;
+  p.machineHash = host;
   for (int c : cpus) p.cpuMask[c / 64] |= uint64_t{1} << (c % 64);
   return p;
 }
@@ -218,6 +282,28 @@ TEST(Oversubscription, RanksAgainstTheCpusTheyMayUse) {
   EXPECT_FALSE(hostOversubscribed({rankOn(1, {1000}), rankOn(1, {700})}, 0));
   // A mask that could not be read says nothing.
   EXPECT_FALSE(hostOversubscribed({rankOn(1, {}), rankOn(1, {})}, 0));
+}
+
+// Hosts told apart by COLLCOMM_HOSTID on one kernel (network namespaces, containers) share its
+// CPUs: four such hosts of one rank each, every rank free to run on both of two CPUs, are
+// oversubscribed (four ranks) although each host alone has one rank for two CPUs.
+TEST(Oversubscription, HostsOnOneMachineShareItsCpus) {
+  auto onMachine = [](PeerInfo p, uint64_t machine, uint64_t token) {
+    p.machineHash = machine;
+    p.processToken = token;
+    return p;
+  };
+  std::vector<PeerInfo> netns;
+  for (int h = 0; h < 4; ++h) netns.push_back(onMachine(rankOn(10 + h, {0, 1}), 99, 7 + h));
+  for (int r = 0; r < 4; ++r) EXPECT_TRUE(hostOversubscribed(netns, r, 0)) << r;
+  // Two such hosts fit without their proxies, not with them.
+  const std::vector<PeerInfo> two = {netns[0], netns[1]};
+  EXPECT_FALSE(hostOversubscribed(two, 0, 0));
+  EXPECT_TRUE(hostOversubscribed(two, 0, 1));
+  // The same four hosts on four machines each have their two CPUs to themselves.
+  std::vector<PeerInfo> apart;
+  for (int h = 0; h < 4; ++h) apart.push_back(onMachine(rankOn(10 + h, {0, 1}), 50 + h, 7 + h));
+  EXPECT_FALSE(hostOversubscribed(apart, 2, 1));
 }
 
 TEST(Oversubscription, ProxyThreadsCountOncePerProcess) {
