@@ -274,6 +274,16 @@ Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
   ExecOp exec;
   exec.name = end - begin == 1 ? collName(ops[begin].kind) : "send/recv group";
   exec.failure = &failure;
+  // A GPU communicator runs the batch as one kernel on one stream (joining several streams is not
+  // implemented), and makes its connections' FIFOs on its own device.
+  exec.stream = ops[begin].stream;
+  for (size_t i = begin + 1; i < end; ++i)
+    if (ops[i].stream != exec.stream)
+      return CC_ERROR(Status::kInvalidUsage,
+                      "%s on rank %d: the point-to-point operations of one group run as one kernel on one stream "
+                      "on a GPU communicator, but they name different streams (%p and %p)",
+                      exec.name, comm->rank, static_cast<void*>(exec.stream), static_cast<void*>(ops[i].stream));
+  ScopedDevice onDevice(comm->config.device);
   exec.overNet = comm->usesNet;  // as before connecting: a batch that makes the first NET connection
   exec.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
   Status s = connectP2p(comm, transfers.data(), transfers.size(), exec.deadline);
@@ -282,6 +292,18 @@ Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
 }
 
 }  // namespace
+
+bool p2pNeedsConnecting(const ccComm* comm, const Op* ops, size_t nOps) {
+  std::vector<ExecTransfer> transfers;
+  for (size_t i = 0; i < nOps; ++i)
+    if (isP2pKind(ops[i].kind)) expandP2p(comm, ops[i], &transfers);
+  for (const ExecTransfer& t : transfers) {
+    if (t.peer == comm->rank || t.bytes == 0) continue;
+    const P2pPeer& p = comm->p2p[t.peer];
+    if (!(t.isSend ? p.sendReady : p.recvReady)) return true;
+  }
+  return false;
+}
 
 Status checkEnumArgs(CollKind kind, int dtype, int op) {
   const char* name = collName(kind);

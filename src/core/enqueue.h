@@ -60,6 +60,10 @@ Status checkComm(const ccComm* comm);
 // non-blocking communicator's worker (Status::kInProgress).
 Status enqueue(ccComm* comm, const Op& op, ccStream_t stream);
 
+// Whether running `ops` would first connect to a peer this rank has no point-to-point connection
+// with yet: a handshake that needs the peer's call running at the same time.
+bool p2pNeedsConnecting(const ccComm* comm, const Op* ops, size_t nOps);
+
 // Runs queued operations in order on the calling thread; consecutive point-to-point operations
 // (Send, Recv, AlltoAll, Gather, Scatter) progress together as one batch. The caller keeps the
 // communicator marked busy (ApiScope, or the group job).

@@ -10,23 +10,9 @@
 #include "plan/tuner.h"
 
 namespace collcomm::detail {
-namespace {
-
-bool hasGpuKernel(CollKind k) {
-  return k == CollKind::kAllReduce || k == CollKind::kBroadcast || k == CollKind::kReduce ||
-         k == CollKind::kAllGather || k == CollKind::kReduceScatter;
-}
-
-}  // namespace
 
 Status checkGpuOp(ccComm* comm, const Op& op) {
   const char* name = collName(op.kind);
-  if (!hasGpuKernel(op.kind))
-    return CC_ERROR(Status::kInvalidUsage,
-                    "%s on rank %d: GPU communicators run AllReduce, Broadcast, Reduce, AllGather and ReduceScatter so "
-                    "far; point-to-point operations (Send, Recv, AlltoAll, Gather, Scatter) are not implemented on "
-                    "GPUs yet",
-                    name, comm->rank);
   const int o = static_cast<int>(op.op);
   if (collReduces(op.kind) && o >= ccNumOps &&
       comm->userOps[static_cast<size_t>(o - ccNumOps)].residence != ccScalarHostImmediate)

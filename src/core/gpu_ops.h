@@ -8,11 +8,12 @@
 
 namespace collcomm::detail {
 
-// Everything about `op` that only a GPU communicator checks: the kinds it runs yet, device
-// buffers, device-resident scalars. Nothing is queued when it fails.
+// Everything about `op` that only a GPU communicator checks: device buffers, device-resident
+// scalars. Nothing is queued when it fails.
 Status checkGpuOp(ccComm* comm, const Op& op);
 
-// Plans `op` and enqueues its kernel on op.stream; returns without waiting for it.
+// Plans collective `op` and enqueues its kernel on op.stream; returns without waiting for it.
+// (Point-to-point batches go through runOps to the executor's runP2p, as on host communicators.)
 Status runGpuOp(ccComm* comm, const Op& op);
 
 // kOk while no kernel of the communicator has failed; else records the failure (asyncError,

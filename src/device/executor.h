@@ -155,9 +155,9 @@ class Executor {
   // op.stream (NULL: the legacy default stream) and returns without waiting, its failures showing
   // in failure(). Operations of one communicator run in the order they were submitted.
   virtual Status run(const ExecColl& coll, const ExecOp& op) = 0;
-  // Runs a batch of point-to-point transfers to completion (host; the CUDA executor refuses: its
-  // kernel, device/cuda/p2p_kernel.cu, is not wired yet). `transfers` is the executor's to update
-  // until it returns.
+  // Runs a batch of point-to-point transfers, all at once: the host executor to completion; the
+  // CUDA executor enqueues one kernel (device/cuda/p2p_kernel.cu) on op.stream, as run does.
+  // `transfers` is the executor's to update until it returns.
   virtual Status runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) = 0;
   // kOk while no enqueued operation of this communicator has failed; else the failure's code, with
   // its sentence (naming the peer rank and host) in *message. Any thread. The host executor's

@@ -1,11 +1,12 @@
 // The CUDA executor (device/executor.h): a GPU communicator's channels mirrored into device
 // memory, its abort word and kernel status in mapped host memory, and one ring-kernel launch per
-// collective on the caller's stream.
+// collective (one point-to-point kernel per batch of transfers) on the caller's stream.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 
 #include "common/log.h"
 #include "device/cuda/cuda_launch.h"
@@ -38,6 +39,7 @@ class CudaExecutor final : public Executor {
   ~CudaExecutor() override {
     ScopedDevice on(device_);
     if (deviceConns_ != nullptr) cudaFree(deviceConns_);
+    for (auto& [host, copy] : p2pMirrors_) cudaFree(copy);
     if (orderEvent_ != nullptr) cudaEventDestroy(orderEvent_);
     if (ctrlStream_ != nullptr) cudaStreamDestroy(ctrlStream_);
     if (mapped_ != nullptr) cudaFreeHost(mapped_);
@@ -102,10 +104,7 @@ class CudaExecutor final : public Executor {
   }
 
   Status run(const ExecColl& c, const ExecOp& op) override {
-    if (const uint32_t code = __atomic_load_n(&mappedWords().status.code, __ATOMIC_ACQUIRE); code != 0)
-      return CC_ERROR(static_cast<Status>(code),
-                      "%s on rank %d: an earlier kernel of this communicator failed; destroy or abort it",
-                      collName(c.kind), rank_);
+    CC_CHECK(checkNoEarlierFailure(collName(c.kind)));
     auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaCollArgs a{};
     static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
@@ -125,10 +124,38 @@ class CudaExecutor final : public Executor {
     return kOk;
   }
 
-  // Core refuses point-to-point calls on GPU communicators before they get here (gpu_ops.cc).
-  Status runP2p(ExecTransfer*, size_t, const ExecOp& op) override {
-    return CC_ERROR(Status::kInvalidUsage, "%s on rank %d: point-to-point transfers are not implemented on GPUs yet",
-                    op.name, rank_);
+  // One kernel moves the whole batch, so that every send and receive progresses at once (split
+  // into launches that run one after another, a batch could wait on a peer's later launch).
+  Status runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) override {
+    CC_CHECK(checkNoEarlierFailure(op.name));
+    ScopedDevice on(device_);
+    std::lock_guard<std::mutex> lock(launchMu_);
+    // Every connection is mirrored before anything can refuse the batch, so that leave() reaches
+    // them all: a peer whose kernel waits on one of them then learns this rank will not come.
+    for (size_t i = 0; i < n; ++i) {
+      ExecTransfer& t = transfers[i];
+      if (t.peer == rank_ || t.bytes == 0) continue;
+      if (t.isSend) CC_CHECK(mirrored(t.send, &t.send));
+      else CC_CHECK(mirrored(t.recv, &t.recv));
+    }
+    if (n > static_cast<size_t>(kCudaMaxP2pTransfers))
+      return CC_ERROR(Status::kInvalidUsage,
+                      "%s on rank %d: a batch of %zu point-to-point transfers; one kernel on a GPU communicator moves "
+                      "at most %d (AlltoAll on up to %d ranks): split the group",
+                      op.name, rank_, n, kCudaMaxP2pTransfers, kCudaMaxP2pTransfers / 2);
+    auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
+    CudaP2pArgs a{};
+    a.self = rank_;
+    a.nthreads = kThreads;
+    a.abortFlag = devAbort_;
+    a.timeoutNs = timeoutNs_;
+    a.status = devStatus_;
+    a.nTransfers = static_cast<int>(n);
+    std::copy(transfers, transfers + n, a.transfers);
+    CC_CHECK(orderAfterLastLaunch(stream));
+    CC_CHECK(cudaLaunchP2p(a, stream));
+    lastStream_ = stream;
+    return kOk;
   }
 
   Status failure(const char* const* hostNames, std::string* message) const override {
@@ -154,6 +181,7 @@ class CudaExecutor final : public Executor {
     // The state words live in device memory: written by the copy engine on a stream of our own,
     // which runs beside kernels still spinning (a blocking copy would wait for them).
     ScopedDevice on(device_);
+    std::lock_guard<std::mutex> lock(launchMu_);  // runP2p adds to ownStates_
     const uint32_t gone = goneState(culprit, reason);
     for (uint32_t* word : ownStates_) {
       if (cudaMemcpyAsync(word, &gone, sizeof(gone), cudaMemcpyHostToDevice, ctrlStream_) != cudaSuccess) break;
@@ -164,6 +192,36 @@ class CudaExecutor final : public Executor {
 
  private:
   MappedWords& mappedWords() const { return *static_cast<MappedWords*>(mapped_); }
+
+  Status checkNoEarlierFailure(const char* opName) const {
+    if (const uint32_t code = __atomic_load_n(&mappedWords().status.code, __ATOMIC_ACQUIRE); code != 0)
+      return CC_ERROR(static_cast<Status>(code),
+                      "%s on rank %d: an earlier kernel of this communicator failed; destroy or abort it", opName,
+                      rank_);
+    return kOk;
+  }
+
+  // The device copy of point-to-point connection `host` (core's view, made on first use): the
+  // kernels advance its step counters there from one launch to the next, as the channels' (see
+  // mirrorChannels). Made from the host view the first time the connection is used, which is
+  // before any kernel has moved a step on it. Called under launchMu_.
+  template <class Conn>
+  Status mirrored(Conn* host, Conn** device) {
+    void*& copy = p2pMirrors_[host];
+    if (copy == nullptr) {
+      void* made = nullptr;
+      CC_CUDA_CHECK(cudaMalloc(&made, sizeof(Conn)));
+      const cudaError_t err = cudaMemcpyAsync(made, host, sizeof(Conn), cudaMemcpyHostToDevice, ctrlStream_);
+      if (err != cudaSuccess || cudaStreamSynchronize(ctrlStream_) != cudaSuccess) {
+        (void)cudaFree(made);
+        return cudaFailed(err != cudaSuccess ? err : cudaGetLastError(), "copying a connection to the device");
+      }
+      copy = made;
+      ownStates_.push_back(host->peer.ownState);
+    }
+    *device = static_cast<Conn*>(copy);
+    return kOk;
+  }
 
   CudaKernelStatus snapshotStatus() const {
     CudaKernelStatus st;
@@ -241,6 +299,7 @@ class CudaExecutor final : public Executor {
   void* deviceConns_ = nullptr;  // SendConn[nChannels], RecvConn[nChannels], int[nChannels][nranks]
   std::vector<int> ringPos_;
   std::vector<uint32_t*> ownStates_;  // this rank's PeerState words, in device memory
+  std::unordered_map<const void*, void*> p2pMirrors_;  // a point-to-point SendConn/RecvConn: its device copy
   cudaStream_t ctrlStream_ = nullptr;
   cudaEvent_t orderEvent_ = nullptr;
   std::mutex launchMu_;

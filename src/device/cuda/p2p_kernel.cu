@@ -1,11 +1,9 @@
 // The CUDA executor's point-to-point kernel: one thread block runs the portable engine
 // (collectives/p2p.h) over a batch of transfers with CudaPlatform, and its launcher.
 //
-// Status: compiled for every architecture of the build (CI's CUDA build), not yet called: core
-// refuses point-to-point operations on GPU communicators (core/gpu_ops.cc), and the CUDA executor's
-// runP2p has no device-visible point-to-point connections to hand this kernel yet (the ring
-// channels are mirrored at init, cuda_executor.cc; point-to-point connections are made on first
-// use). It has never run on a GPU.
+// Launched by the CUDA executor's runP2p, one kernel per batch (a group's Send/Recv, AlltoAll,
+// Gather, Scatter on one communicator), over device copies of core's point-to-point connections.
+// Written and compile-checked without a GPU (2026-11-27): it has not run on one yet.
 #include <cuda_runtime.h>
 
 #include "collectives/p2p.h"

@@ -18,6 +18,8 @@
 
 #if CC_HAVE_CUDA
 #include <cuda_runtime.h>
+
+#include "unit/gpu/gpu_support.h"
 #endif
 
 namespace collcomm::test {
@@ -34,29 +36,6 @@ TEST(GpuComm, RefusedWithoutCuda) {
 }
 
 #else
-
-// Up to 8 ranks share the GPU here, each with its kernels on its own stream, and those kernels
-// wait for each other: with CUDA's default of 8 hardware queues two streams may share one, and a
-// kernel queued behind a spinning peer would wait for the deadline. Set before CUDA starts.
-[[maybe_unused]] const bool kEnoughHardwareQueues = setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) == 0;
-
-// Why GPU tests cannot run here, or "" when device 0 is usable.
-std::string noGpuReason() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(err);
-  if (count == 0) return "no CUDA device";
-  return "";
-}
-
-#define SKIP_WITHOUT_GPU()                                   \
-  do {                                                       \
-    const std::string why = noGpuReason();                   \
-    if (!why.empty()) GTEST_SKIP() << "SKIPPED: " << why;    \
-  } while (0)
-
-#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
-#define CC_OK(call) ASSERT_EQ((call), ccSuccess) << #call << ": " << ccGetLastError(nullptr)
 
 enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter };
 const char* collLabel(Coll c) {
@@ -477,7 +456,7 @@ TEST(GpuComm, StuckKernelTimesOutNamingThePeer) {
   });
 }
 
-TEST(GpuComm, RefusesHostMemoryAndMissingKinds) {
+TEST(GpuComm, RefusesHostMemoryAndMixedStreams) {
   SKIP_WITHOUT_GPU();
   runWithWatchdog(60, [] {
     std::vector<ccComm_t> comms(2);
@@ -492,9 +471,16 @@ TEST(GpuComm, RefusesHostMemoryAndMissingKinds) {
         << ccGetLastError(comms[0]);
     float* d = nullptr;
     CUDA_OK(cudaMalloc(&d, 64));
-    EXPECT_EQ(ccSend(d, 16, ccFloat32, 1, comms[0], nullptr), ccInvalidUsage);
-    EXPECT_NE(std::string(ccGetLastError(comms[0])).find("not implemented on GPUs yet"), std::string::npos)
-        << ccGetLastError(comms[0]);
+    // One group's point-to-point operations run as one kernel: on one stream.
+    cudaStream_t streams[2];
+    for (cudaStream_t& st : streams) CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    ccGroupStart();
+    EXPECT_EQ(ccSend(d, 16, ccFloat32, 1, comms[0], streams[0]), ccSuccess);
+    EXPECT_EQ(ccRecv(d, 16, ccFloat32, 1, comms[0], streams[1]), ccSuccess);
+    EXPECT_EQ(ccGroupEnd(), ccInvalidUsage);
+    EXPECT_NE(std::string(ccGetLastError(nullptr)).find("different streams"), std::string::npos)
+        << ccGetLastError(nullptr);
+    for (cudaStream_t st : streams) cudaStreamDestroy(st);
     // A host communicator still refuses a stream.
     std::vector<ccComm_t> hostComms(1);
     CC_OK(ccCommInitAll(hostComms.data(), 1, nullptr));
