@@ -1,10 +1,12 @@
 // extern "C" shims for communicator lifecycle, queries, errors and version.
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <thread>
 #include <vector>
 
 #include "common/asymmetric_fence.h"
+#include "common/log.h"
 #include "core/api_scope.h"
 #include "core/async.h"
 #include "core/enqueue.h"
@@ -105,6 +107,74 @@ bool waitIdle(ccComm* comm, int selfHolds, std::chrono::milliseconds limit) {
   }
   return true;
 }
+
+// Where one ccCommAbort's time went, logged at INFO (INIT) as it returns: the abort is bounded
+// (tests/mp's kAbortBoundS), and a slow one under load must say which phase was slow.
+// The thread's own accounting (/proc/thread-self/schedstat) tells a slow abort's causes apart:
+// time on a CPU (work), time runnable but waiting for one (load), and the rest (blocked on
+// something: a lock, a sleep, a wait).
+class AbortPhases {
+ public:
+  explicit AbortPhases(const ccComm* comm) : rank_(comm->rank), nranks_(comm->nranks) {
+    if (logEnabled(LogLevel::kInfo, kSubsysInit)) haveSched_ = readSchedStat(&cpu0_, &queued0_);
+  }
+  AbortPhases(const AbortPhases&) = delete;
+  AbortPhases& operator=(const AbortPhases&) = delete;
+  // Ends the phase `name` (the time since the previous mark).
+  void mark(const char* name) {
+    const auto now = Clock::now();
+    if (count_ < kMaxPhases) phases_[count_++] = {name, std::chrono::duration<double, std::milli>(now - last_).count()};
+    last_ = now;
+  }
+  void outcome(const char* what) { outcome_ = what; }
+  ~AbortPhases() {
+    if (!logEnabled(LogLevel::kInfo, kSubsysInit)) return;
+    char text[256];
+    int len = 0;
+    for (int i = 0; i < count_ && len < static_cast<int>(sizeof(text)); ++i)
+      len +=
+          snprintf(text + len, sizeof(text) - len, "%s%s %.1f ms", i > 0 ? ", " : "", phases_[i].name, phases_[i].ms);
+    if (count_ == 0) text[0] = '\0';
+    const double totalMs = std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
+    uint64_t cpu = 0, queued = 0;
+    char sched[128] = "";
+    if (haveSched_ && readSchedStat(&cpu, &queued)) {
+      const double cpuMs = static_cast<double>(cpu - cpu0_) / 1e6,
+                   queuedMs = static_cast<double>(queued - queued0_) / 1e6;
+      snprintf(sched, sizeof(sched), "; this thread: %.1f ms on a CPU, %.1f ms waiting for one, %.1f ms blocked", cpuMs,
+               queuedMs, totalMs - cpuMs - queuedMs);
+    }
+    CC_INFO(kSubsysInit, "ccCommAbort: rank %d of %d: %.1f ms (%s); %s%s", rank_, nranks_, totalMs, text, outcome_,
+            sched);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr int kMaxPhases = 6;
+  struct Phase {
+    const char* name;
+    double ms;
+  };
+  // Nanoseconds this thread ran, and waited runnable, so far; false where the file is missing.
+  static bool readSchedStat(uint64_t* cpuNs, uint64_t* queuedNs) {
+    FILE* f = fopen("/proc/thread-self/schedstat", "r");
+    if (f == nullptr) return false;
+    unsigned long long cpu = 0, queued = 0;
+    const bool ok = fscanf(f, "%llu %llu", &cpu, &queued) == 2;
+    fclose(f);
+    *cpuNs = cpu;
+    *queuedNs = queued;
+    return ok;
+  }
+
+  int rank_, nranks_;
+  bool haveSched_ = false;
+  uint64_t cpu0_ = 0, queued0_ = 0;
+  Clock::time_point start_ = Clock::now(), last_ = start_;
+  Phase phases_[kMaxPhases] = {};
+  int count_ = 0;
+  const char* outcome_ = "freed";
+};
 
 // An aborted communicator whose worker has stopped: peers learn this rank left, then it is freed.
 void abortedFree(ccComm* comm) {
@@ -210,32 +280,50 @@ ccResult_t ccCommAbort(ccComm_t comm) {
   if (comm == nullptr) return ccSuccess;
   Status s = checkComm(comm);
   if (!isOk(s)) return toResult(s);
+  AbortPhases phases(comm);
   comm->abortFlag.store(1);  // before abortBootstrap's lock: see ccComm::adoptBootstrap
   if (comm->gpu()) comm->gpu()->abort();  // running kernels see it within microseconds and leave
   const bool bootstrapStopped = comm->abortBootstrap();
   groupForget(comm);
+  phases.mark("flag");
   if (comm->worker) {
     // Queued work is dropped; the running job sees the flag, or the aborted bootstrap, and ends.
     // Its connections are the worker's until then (an init may still be making them). An init
     // still joining the job (no bootstrap yet) cannot be interrupted: no use waiting for it.
     comm->worker->stop();
     const bool workerDone = comm->worker->waitAll(std::chrono::milliseconds(bootstrapStopped ? 900 : 0));
-    if (!waitIdle(comm, 0, std::chrono::milliseconds(900))) {
+    phases.mark(workerDone ? "worker" : "worker (still running)");
+    const bool idle = waitIdle(comm, 0, std::chrono::milliseconds(900));
+    phases.mark(idle ? "other threads" : "other threads (still inside)");
+    if (!idle) {
       comm->magic = kCommDeadMagic;  // another thread is still inside: kept (leaked), never pulled from under it
+      phases.outcome("kept: another thread is still inside");
       return ccSuccess;
     }
     comm->magic = kCommDeadMagic;
     // A job still running past the limit (an init waiting for the root's answer) ends in its own
     // time; the worker frees the communicator then.
-    if (!workerDone && comm->worker->handOff([comm] { abortedFree(comm); })) return ccSuccess;
+    if (!workerDone && comm->worker->handOff([comm] { abortedFree(comm); })) {
+      phases.outcome("handed to the worker's running job");
+      return ccSuccess;
+    }
     abortedFree(comm);
+    phases.mark("leave and free");
     return ccSuccess;
   }
   comm->leaveConnections(comm->rank, kGoneAborted);
+  phases.mark("leave");
   // Waits in flight see the flag within milliseconds; past the limit the memory is kept (leaked)
   // rather than pulled from under a thread still inside.
-  if (waitIdle(comm, 0, std::chrono::milliseconds(900))) commFree(comm);
-  else comm->magic = kCommDeadMagic;
+  const bool idle = waitIdle(comm, 0, std::chrono::milliseconds(900));
+  phases.mark(idle ? "other threads" : "other threads (still inside)");
+  if (idle) {
+    commFree(comm);
+    phases.mark("free");
+  } else {
+    comm->magic = kCommDeadMagic;
+    phases.outcome("kept: another thread is still inside");
+  }
   return ccSuccess;
 }
 
