@@ -1,4 +1,6 @@
 // extern "C" shims for communicator lifecycle, queries, errors and version.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -116,7 +118,9 @@ bool waitIdle(ccComm* comm, int selfHolds, std::chrono::milliseconds limit) {
 class AbortPhases {
  public:
   explicit AbortPhases(const ccComm* comm) : rank_(comm->rank), nranks_(comm->nranks) {
-    if (logEnabled(LogLevel::kInfo, kSubsysInit)) haveSched_ = readSchedStat(&cpu0_, &queued0_);
+    if (!logEnabled(LogLevel::kInfo, kSubsysInit)) return;
+    haveSched_ = readSchedStat(&cpu0_, &queued0_);
+    othersCpu0_ = othersCpuUs();
   }
   AbortPhases(const AbortPhases&) = delete;
   AbortPhases& operator=(const AbortPhases&) = delete;
@@ -137,12 +141,14 @@ class AbortPhases {
     if (count_ == 0) text[0] = '\0';
     const double totalMs = std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
     uint64_t cpu = 0, queued = 0;
-    char sched[128] = "";
+    char sched[224] = "";
     if (haveSched_ && readSchedStat(&cpu, &queued)) {
       const double cpuMs = static_cast<double>(cpu - cpu0_) / 1e6,
                    queuedMs = static_cast<double>(queued - queued0_) / 1e6;
-      snprintf(sched, sizeof(sched), "; this thread: %.1f ms on a CPU, %.1f ms waiting for one, %.1f ms blocked", cpuMs,
-               queuedMs, totalMs - cpuMs - queuedMs);
+      snprintf(sched, sizeof(sched),
+               "; this thread: %.1f ms on a CPU, %.1f ms waiting for one, %.1f ms blocked; the process's other threads: "
+               "%.1f ms on a CPU",
+               cpuMs, queuedMs, totalMs - cpuMs - queuedMs, static_cast<double>(othersCpuUs() - othersCpu0_) / 1e3);
     }
     CC_INFO(kSubsysInit, "ccCommAbort: rank %d of %d: %.1f ms (%s); %s%s", rank_, nranks_, totalMs, text, outcome_,
             sched);
@@ -167,7 +173,19 @@ class AbortPhases {
     return ok;
   }
 
+  // CPU microseconds the process's threads other than this one used so far (exited ones too).
+  static int64_t othersCpuUs() {
+    rusage all{}, self{};
+    getrusage(RUSAGE_SELF, &all);
+    getrusage(RUSAGE_THREAD, &self);
+    auto us = [](const rusage& r) {
+      return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * int64_t{1000000} + r.ru_utime.tv_usec + r.ru_stime.tv_usec;
+    };
+    return us(all) - us(self);
+  }
+
   int rank_, nranks_;
+  int64_t othersCpu0_ = 0;
   bool haveSched_ = false;
   uint64_t cpu0_ = 0, queued0_ = 0;
   Clock::time_point start_ = Clock::now(), last_ = start_;
