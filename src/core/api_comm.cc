@@ -146,8 +146,8 @@ class AbortPhases {
       const double cpuMs = static_cast<double>(cpu - cpu0_) / 1e6,
                    queuedMs = static_cast<double>(queued - queued0_) / 1e6;
       snprintf(sched, sizeof(sched),
-               "; this thread: %.1f ms on a CPU, %.1f ms waiting for one, %.1f ms blocked; the process's other threads: "
-               "%.1f ms on a CPU",
+               "; this thread: %.1f ms on a CPU, %.1f ms waiting for one, %.1f ms blocked; the process's other "
+               "threads: %.1f ms on a CPU",
                cpuMs, queuedMs, totalMs - cpuMs - queuedMs, static_cast<double>(othersCpuUs() - othersCpu0_) / 1e3);
     }
     CC_INFO(kSubsysInit, "ccCommAbort: rank %d of %d: %.1f ms (%s); %s%s", rank_, nranks_, totalMs, text, outcome_,

@@ -369,9 +369,11 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   bool progressRecv() {
     if (const uint32_t own = __atomic_load_n(&ctrl_->receiverState, __ATOMIC_ACQUIRE); isGone(own)) {
       // This side left: the farewell tells the sender why, closing that we are gone (its sends
-      // fail; it marks us gone with the farewell's cause).
+      // fail; it marks us gone with the farewell's cause). The close waits (bounded) for a
+      // goodbye to leave and closes endpoints: it runs after the round, outside the proxy's lock,
+      // so that this communicator's teardown (proxyRemove) does not wait for it.
       if (net_->farewell != nullptr) (void)net_->farewell(comm_, own);
-      (void)net_->closeRecv(comm_);
+      proxyAfterRound([net = net_, comm = comm_] { (void)net->closeRecv(comm); });
       comm_ = nullptr;
       return true;
     }
