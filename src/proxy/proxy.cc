@@ -160,8 +160,10 @@ class Proxy {
   std::condition_variable cv_;
   std::vector<ProxyClient*> clients_;
   std::vector<std::function<void()>> deferred_;  // work the current round left for after it
-  bool running_ = false;     // a thread of the current generation was started and not told to end
-  uint64_t generation_ = 0;  // the thread started with another one ends
+  // A thread of the current generation was started and not told to end; a thread started with
+  // another generation ends at its next look.
+  bool running_ = false;
+  uint64_t generation_ = 0;
   std::atomic<int> active_{0};
   std::atomic<bool> sleeping_{false};
   std::atomic<uint64_t> hereRounds_{0};  // rounds run by waiting executors (roundHere)
