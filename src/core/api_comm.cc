@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/asymmetric_fence.h"
+#include "core/abort_phases.h"
 #include "core/api_scope.h"
 #include "core/async.h"
 #include "core/enqueue.h"
@@ -210,32 +211,50 @@ ccResult_t ccCommAbort(ccComm_t comm) {
   if (comm == nullptr) return ccSuccess;
   Status s = checkComm(comm);
   if (!isOk(s)) return toResult(s);
+  AbortPhases phases(comm);
   comm->abortFlag.store(1);  // before abortBootstrap's lock: see ccComm::adoptBootstrap
   if (comm->gpu()) comm->gpu()->abort();  // running kernels see it within microseconds and leave
   const bool bootstrapStopped = comm->abortBootstrap();
   groupForget(comm);
+  phases.mark("flag");
   if (comm->worker) {
     // Queued work is dropped; the running job sees the flag, or the aborted bootstrap, and ends.
     // Its connections are the worker's until then (an init may still be making them). An init
     // still joining the job (no bootstrap yet) cannot be interrupted: no use waiting for it.
     comm->worker->stop();
     const bool workerDone = comm->worker->waitAll(std::chrono::milliseconds(bootstrapStopped ? 900 : 0));
-    if (!waitIdle(comm, 0, std::chrono::milliseconds(900))) {
+    phases.mark(workerDone ? "worker" : "worker (still running)");
+    const bool idle = waitIdle(comm, 0, std::chrono::milliseconds(900));
+    phases.mark(idle ? "other threads" : "other threads (still inside)");
+    if (!idle) {
       comm->magic = kCommDeadMagic;  // another thread is still inside: kept (leaked), never pulled from under it
+      phases.outcome("kept: another thread is still inside");
       return ccSuccess;
     }
     comm->magic = kCommDeadMagic;
     // A job still running past the limit (an init waiting for the root's answer) ends in its own
     // time; the worker frees the communicator then.
-    if (!workerDone && comm->worker->handOff([comm] { abortedFree(comm); })) return ccSuccess;
+    if (!workerDone && comm->worker->handOff([comm] { abortedFree(comm); })) {
+      phases.outcome("handed to the worker's running job");
+      return ccSuccess;
+    }
     abortedFree(comm);
+    phases.mark("leave and free");
     return ccSuccess;
   }
   comm->leaveConnections(comm->rank, kGoneAborted);
+  phases.mark("leave");
   // Waits in flight see the flag within milliseconds; past the limit the memory is kept (leaked)
   // rather than pulled from under a thread still inside.
-  if (waitIdle(comm, 0, std::chrono::milliseconds(900))) commFree(comm);
-  else comm->magic = kCommDeadMagic;
+  const bool idle = waitIdle(comm, 0, std::chrono::milliseconds(900));
+  phases.mark(idle ? "other threads" : "other threads (still inside)");
+  if (idle) {
+    commFree(comm);
+    phases.mark("free");
+  } else {
+    comm->magic = kCommDeadMagic;
+    phases.outcome("kept: another thread is still inside");
+  }
   return ccSuccess;
 }
 

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -27,34 +29,46 @@ constexpr auto kLinger = std::chrono::milliseconds(5);
 class Proxy {
  public:
   void add(ProxyClient* c) {
-    std::lock_guard<std::mutex> life(lifeMu_);
+    uint64_t start = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       clients_.push_back(c);
+      if (!running_) {
+        running_ = true;
+        start = ++generation_;
+      }
     }
-    if (!thread_.joinable()) {
-      stop_ = false;
-      thread_ = std::thread([this] { loop(); });
+    if (start != 0) {
+      std::thread([this, start] { loop(start); }).detach();
       CC_INFO(kSubsysProxy, "proxy thread started");
     }
     cv_.notify_all();
   }
 
+  // Once this returns the proxy no longer touches `c`: rounds run under mu_. The last client's
+  // removal tells the thread to end and does not wait for it (it is not joined): a teardown
+  // (ccCommAbort) must not wait for the proxy thread to get a CPU again, which under load took
+  // 0.2 s at a time. A thread still ending when the next client comes is told apart by its
+  // generation, and ends at its next look.
   void remove(ProxyClient* c) {
-    std::lock_guard<std::mutex> life(lifeMu_);
-    bool last = false;
+    bool stopped = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       clients_.erase(std::remove(clients_.begin(), clients_.end(), c), clients_.end());
-      last = clients_.empty();
-      if (last) stop_ = true;
+      if (clients_.empty() && running_) {
+        running_ = false;
+        ++generation_;
+        stopped = true;
+      }
     }
-    if (last && thread_.joinable()) {
+    if (stopped) {
       cv_.notify_all();
-      thread_.join();
       CC_INFO(kSubsysProxy, "proxy thread stopped");
     }
   }
+
+  // From inside a round (under mu_): `work` runs once the round has let go of the lock.
+  void afterRound(std::function<void()> work) { deferred_.push_back(std::move(work)); }
 
   void opBegin() {
     if (active_.fetch_add(1) == 0 && sleeping_.load()) {
@@ -72,15 +86,26 @@ class Proxy {
     if (!lock.owns_lock()) return false;
     for (ProxyClient* c : clients_) (void)(kSendsOnly ? c->progressSends() : c->progress());
     hereRounds_.fetch_add(1, std::memory_order_relaxed);
+    runDeferred(lock);
     return true;
   }
 
  private:
+  // Runs what the round just ended deferred, after letting go of the lock; true if there was any.
+  bool runDeferred(std::unique_lock<std::mutex>& lock) {
+    if (deferred_.empty()) return false;
+    std::vector<std::function<void()>> work;
+    work.swap(deferred_);
+    lock.unlock();
+    for (auto& w : work) w();
+    return true;
+  }
+
   // The thread takes the lock only to run a round, and only when it is free: an executor running
   // rounds itself (roundHere) holds it, and a thread blocked on it would make every unlock of the
   // executor's a futex wake-up on its critical path (two system calls per operation measured on
   // loopback). Blocking waits on the lock are for sleeping and for (de)registration.
-  void loop() {
+  void loop(uint64_t generation) {
     using Clock = std::chrono::steady_clock;
     int burst = 0;
     Clock::time_point lastBusy = Clock::now();
@@ -99,11 +124,15 @@ class Proxy {
         sched_yield();
         continue;
       }
-      if (stop_) break;
+      if (generation_ != generation) break;
       bool moved = false, work = false;
       for (ProxyClient* c : clients_) {
         moved |= c->progress();
         work |= c->hasWork();
+      }
+      if (runDeferred(lock)) {
+        lastBusy = Clock::now();
+        continue;
       }
       if (moved && ++burst < kBurstRounds) continue;
       burst = 0;
@@ -111,10 +140,10 @@ class Proxy {
         lastBusy = Clock::now();
       } else if (Clock::now() - lastBusy >= kLinger) {
         sleeping_.store(true);  // seq_cst with opBegin: one of the two sees the other
-        // Re-check under the lock: opBegin notifies while holding it (and remove() sets stop_
-        // under it, seen above in this same hold). The timeout only lets clients notice a
-        // departure while idle (hasWork): after one round that finds nothing, the thread sleeps
-        // again without lingering.
+        // Re-check under the lock: opBegin notifies while holding it (and remove() changes the
+        // generation under it, seen above in this same hold). The timeout only lets clients
+        // notice a departure while idle (hasWork): after one round that finds nothing, the thread
+        // sleeps again without lingering.
         if (active_.load() == 0) cv_.wait_for(lock, std::chrono::milliseconds(100));
         sleeping_.store(false, std::memory_order_release);
         continue;
@@ -127,12 +156,14 @@ class Proxy {
     }
   }
 
-  std::mutex lifeMu_;  // serialises thread start/stop
-  std::mutex mu_;      // clients_, and each round of progress
+  std::mutex mu_;  // clients_, the thread's life (running_, generation_), deferred_, and each round
   std::condition_variable cv_;
   std::vector<ProxyClient*> clients_;
-  std::thread thread_;
-  bool stop_ = false;  // under mu_
+  std::vector<std::function<void()>> deferred_;  // work the current round left for after it
+  // A thread of the current generation was started and not told to end; a thread started with
+  // another generation ends at its next look.
+  bool running_ = false;
+  uint64_t generation_ = 0;
   std::atomic<int> active_{0};
   std::atomic<bool> sleeping_{false};
   std::atomic<uint64_t> hereRounds_{0};  // rounds run by waiting executors (roundHere)
@@ -157,5 +188,6 @@ ProxyActivity::~ProxyActivity() {
 }
 bool proxyRoundHere() { return proxy().roundHere<false>(); }
 bool proxySendsHere() { return proxy().roundHere<true>(); }
+void proxyAfterRound(std::function<void()> work) { proxy().afterRound(std::move(work)); }
 
 }  // namespace collcomm::detail

@@ -5,7 +5,7 @@
 // every client in turn. It polls (spinning, then yielding the core) while any operation of this
 // process is running (ProxyActivity) or any client still has work in flight (hasWork), and sleeps
 // on a condition variable otherwise, so an idle process burns no core. It starts with the first
-// client and ends with the last.
+// client and is told to end with the last (it is not waited for).
 //
 // Threading: progress()/hasWork() run on the proxy thread, or on a waiting executor's thread
 // (proxyRoundHere), one round at a time under the proxy's lock, never at the same time as the
@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 
 namespace collcomm::detail {
 
@@ -40,8 +41,13 @@ bool proxyRoundHere();
 // core's cache and the peer's wait ends sooner (loopback NET, 16 MiB out-of-place allreduce: 6%
 // faster; docs/lab/2026-11-25.md, evening).
 bool proxySendsHere();
-// Returns once the proxy thread no longer touches `client`.
+// Returns once the proxy thread no longer touches `client`; waits for a round under way, never
+// for the proxy thread itself.
 void proxyRemove(ProxyClient* client);
+// From a client's progress(): runs `work` on the same thread once the round has let go of the
+// proxy's lock. For slow work that touches no client (closing a backend comm the client has let
+// go of), which would otherwise hold up every proxyRemove, and so ccCommAbort, for its duration.
+void proxyAfterRound(std::function<void()> work);
 
 // Marks an operation of this process, and of the communicator whose count `commOps` is, as
 // running for its scope.

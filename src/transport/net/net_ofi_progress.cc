@@ -356,9 +356,14 @@ void destroyComm(Comm* comm) {
       postCtrl(comm, &comm->goodbyeOp, CtrlKind::kGoodbye, 0)) {
     // Setup tier: a short bounded wait so the goodbye (and a farewell before it) leave before the
     // endpoint closes; without it the peer finds out from a probe instead.
-    const auto until = Clock::now() + kGoodbyeWait;
+    const auto start = Clock::now();
+    const auto until = start + kGoodbyeWait;
     while ((comm->goodbyeOp.posted || comm->farewellOp.posted) && !comm->failed && Clock::now() < until)
       (void)pollCq(comm);
+    CC_INFO(kSubsysNet, "net/ofi: closing the connection %s %s: its goodbye %s after %.1f ms", side(comm),
+            comm->peerName.c_str(),
+            comm->goodbyeOp.posted || comm->farewellOp.posted ? (comm->failed ? "failed" : "had not left") : "left",
+            std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
   for (Request& r : comm->reqs)
     if (r.autoMr != nullptr) comm->ep.owned.push_back(r.autoMr);

@@ -31,6 +31,7 @@
 #include <poll.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -79,15 +80,21 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       : isSend_(isSend), layout_(layout), peerRank_(peer.rank), opsRunning_(setup.opsRunning), net_(&selectedNet()) {}
 
   ~NetConnection() override {
+    // Each phase's time is logged (INFO, NET): a teardown is part of ccCommAbort's bounded time.
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
     // A sender going away normally first lets the proxy send what the executor already published
     // (its operation returned once the steps were in the FIFO); not when it left (abort, failure).
     if (registered_ && isSend_ && !isGone(__atomic_load_n(&ctrl_->senderState, __ATOMIC_ACQUIRE))) {
       const Deadline until = Deadline::afterSeconds(2.0);
       while (!sentAll() && !failed_.load(std::memory_order_acquire) && !until.expired()) poll(nullptr, 0, 1);
     }
+    const auto t1 = Clock::now();
     if (registered_) proxyRemove(this);
+    const auto t2 = Clock::now();
     if (registered_ && comm_ != nullptr && !failed_.load(std::memory_order_acquire)) leaveWord();
     if (connecting_) net_->abandonConnect(handle_);
+    const auto t3 = Clock::now();
     if (comm_ != nullptr) {
       if (blockMr_ != nullptr) (void)net_->deregMr(comm_, blockMr_);
       if (stageMr_ != nullptr) (void)net_->deregMr(comm_, stageMr_);
@@ -95,6 +102,14 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     }
     if (listen_ != nullptr) (void)net_->closeListen(listen_);
     free(block_);
+    auto ms = [](Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    CC_INFO(kSubsysNet,
+            "NET connection %s rank %d closed in %.1f ms: draining %.1f, leaving the proxy %.1f, last word %.1f, "
+            "closing %.1f",
+            isSend_ ? "to" : "from", peerRank_, ms(t0, Clock::now()), ms(t0, t1), ms(t1, t2), ms(t2, t3),
+            ms(t3, Clock::now()));
   }
 
   Status allocate() {
@@ -354,9 +369,11 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   bool progressRecv() {
     if (const uint32_t own = __atomic_load_n(&ctrl_->receiverState, __ATOMIC_ACQUIRE); isGone(own)) {
       // This side left: the farewell tells the sender why, closing that we are gone (its sends
-      // fail; it marks us gone with the farewell's cause).
+      // fail; it marks us gone with the farewell's cause). The close waits (bounded) for a
+      // goodbye to leave and closes endpoints: it runs after the round, outside the proxy's lock,
+      // so that this communicator's teardown (proxyRemove) does not wait for it.
       if (net_->farewell != nullptr) (void)net_->farewell(comm_, own);
-      (void)net_->closeRecv(comm_);
+      proxyAfterRound([net = net_, comm = comm_] { (void)net->closeRecv(comm); });
       comm_ = nullptr;
       return true;
     }
