@@ -64,15 +64,9 @@ struct CudaKernelStatus {
   char what[24];      // what the wait was for ("data", "buffer space"), NUL-terminated
 };
 
-// Everything one launch needs, passed by value as the kernel's only parameter: the collective
-// (CollWork, collectives/coll_work.h), its channels, and what its waits run under.
-//   count: as RingWork::count, in elements of dtype; the launcher lowers the byte-wise
-//          collectives (Broadcast, AllGather) to bytes itself (lowerToBytes).
-//   nChannels: 1..kCudaMaxChannels. Channel c handles its channelWorkOf share, as the host
-//   executor's channels do.
-//   kind: AllReduce, Broadcast, Reduce, AllGather or ReduceScatter; algo (AllReduce): Ring or
-//   OneShot (two ranks).
-struct CudaCollArgs : CollWork {
+// What every kernel's waits run under and where its outcome goes: a part of every launch's
+// arguments, filled in one place (the CUDA executor) and checked in one (cudaWaitArgsOk).
+struct CudaWaitArgs {
   int nthreads;  // threads per block
   // Waits: the abort flag (nullable; nonzero = abort) is polled in the slow path of every wait.
   // timeoutNs (nanoseconds of the GPU's globaltimer, 0 = no deadline) bounds each wait on its
@@ -81,6 +75,24 @@ struct CudaCollArgs : CollWork {
   const volatile uint32_t* abortFlag;
   uint64_t timeoutNs;
   CudaKernelStatus* status;  // required
+};
+
+// Whether a launch's wait arguments are usable: threads a multiple of the warp in
+// [kCudaMinThreads, kCudaMaxThreads], and a status word.
+inline bool cudaWaitArgsOk(const CudaWaitArgs& w) {
+  return w.nthreads >= kCudaMinThreads && w.nthreads <= kCudaMaxThreads && w.nthreads % 32 == 0 &&
+         w.status != nullptr;
+}
+
+// Everything one launch needs, passed by value as the kernel's only parameter: the collective
+// (CollWork, collectives/coll_work.h), what its waits run under, and its channels.
+//   count: as RingWork::count, in elements of dtype; the launcher lowers the byte-wise
+//          collectives (Broadcast, AllGather) to bytes itself (lowerToBytes).
+//   nChannels: 1..kCudaMaxChannels. Channel c handles its channelWorkOf share, as the host
+//   executor's channels do.
+//   kind: AllReduce, Broadcast, Reduce, AllGather or ReduceScatter; algo (AllReduce): Ring or
+//   OneShot (two ranks).
+struct CudaCollArgs : CollWork, CudaWaitArgs {
   CudaChannelArgs channels[kCudaMaxChannels];
 };
 
@@ -90,13 +102,9 @@ struct CudaCollArgs : CollWork {
 // thread 0 writes their step counters back at the end (as CudaChannelArgs). Sends to self must
 // pair with receives from self (checkSelfPairs, checked by the launcher).
 inline constexpr int kCudaMaxP2pTransfers = 32;
-struct CudaP2pArgs {
-  int self;  // this rank
-  int nthreads;
-  const volatile uint32_t* abortFlag;  // as CudaCollArgs
-  uint64_t timeoutNs;
-  CudaKernelStatus* status;  // required
-  int nTransfers;            // 0..kCudaMaxP2pTransfers
+struct CudaP2pArgs : CudaWaitArgs {
+  int self;        // this rank
+  int nTransfers;  // 0..kCudaMaxP2pTransfers
   ExecTransfer transfers[kCudaMaxP2pTransfers];
 };
 
@@ -105,12 +113,8 @@ struct CudaP2pArgs {
 // rank count is bounded) and thread 0 writes the step counters back at the end (as
 // CudaChannelArgs). nChannels and proto are unused (one block, Simple steps).
 inline constexpr int kCudaMaxPeerRanks = 16;
-struct CudaPeerCollArgs : CollWork {
-  int rank;  // this rank
-  int nthreads;
-  const volatile uint32_t* abortFlag;  // as CudaCollArgs
-  uint64_t timeoutNs;
-  CudaKernelStatus* status;               // required
+struct CudaPeerCollArgs : CollWork, CudaWaitArgs {
+  int rank;                               // this rank
   ExecPeerConn peers[kCudaMaxPeerRanks];  // device-visible connections to every peer (own unused)
 };
 

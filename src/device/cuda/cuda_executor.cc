@@ -108,10 +108,7 @@ class CudaExecutor final : public Executor {
     auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaCollArgs a{};
     static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
-    a.nthreads = kThreads;
-    a.abortFlag = devAbort_;
-    a.timeoutNs = timeoutNs_;
-    a.status = devStatus_;
+    static_cast<CudaWaitArgs&>(a) = waitArgs();
     a.nChannels = std::clamp(c.nChannels, 1, maxChannels_);
     for (int ch = 0; ch < a.nChannels; ++ch)
       a.channels[ch] = CudaChannelArgs{deviceSend() + ch, deviceRecv() + ch, deviceRing() + ch * nranks_,
@@ -145,11 +142,8 @@ class CudaExecutor final : public Executor {
                       op.name, rank_, n, kCudaMaxP2pTransfers, kCudaMaxP2pTransfers / 2);
     auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaP2pArgs a{};
+    static_cast<CudaWaitArgs&>(a) = waitArgs();
     a.self = rank_;
-    a.nthreads = kThreads;
-    a.abortFlag = devAbort_;
-    a.timeoutNs = timeoutNs_;
-    a.status = devStatus_;
     a.nTransfers = static_cast<int>(n);
     std::copy(transfers, transfers + n, a.transfers);
     CC_CHECK(orderAfterLastLaunch(stream));
@@ -192,6 +186,9 @@ class CudaExecutor final : public Executor {
 
  private:
   MappedWords& mappedWords() const { return *static_cast<MappedWords*>(mapped_); }
+
+  // What every launch's waits run under: the communicator's abort word, deadline and status.
+  CudaWaitArgs waitArgs() const { return CudaWaitArgs{kThreads, devAbort_, timeoutNs_, devStatus_}; }
 
   Status checkNoEarlierFailure(const char* opName) const {
     if (const uint32_t code = __atomic_load_n(&mappedWords().status.code, __ATOMIC_ACQUIRE); code != 0)

@@ -36,8 +36,7 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
   if (in.proto != Protocol::kSimple && in.proto != Protocol::kLL) {
     return CC_ERROR(Status::kInvalidArgument, "invalid protocol %d", static_cast<int>(in.proto));
   }
-  if (in.nChannels < 1 || in.nChannels > kCudaMaxChannels || in.nthreads < kCudaMinThreads ||
-      in.nthreads > kCudaMaxThreads || in.nthreads % 32 != 0 || in.nranks < 1 || in.status == nullptr) {
+  if (in.nChannels < 1 || in.nChannels > kCudaMaxChannels || !cudaWaitArgsOk(in) || in.nranks < 1) {
     return CC_ERROR(Status::kInvalidArgument,
                     "CUDA launch of %s with %d channels of %d threads on %d ranks (status %p): channels must be "
                     "1..%d, threads a multiple of 32 in %d..%d, and a status word is required",

@@ -21,8 +21,8 @@ Status cudaLaunchCollective(const CudaCollArgs& args, struct CUstream_st* stream
 // Queues the point-to-point kernel (p2p_kernel.cu: one block runs collectives/p2p.h over the
 // batch) on `stream` and returns without waiting; status and pointers as cudaLaunchCollective.
 // Errors (nothing queued): kInvalidArgument outside CudaP2pArgs' contract, kInvalidUsage when the
-// sends to self do not pair with the receives from self, kCudaError when the launch fails. Not yet
-// called by the CUDA executor (see p2p_kernel.cu). Control tier; thread-safe.
+// sends to self do not pair with the receives from self, kCudaError when the launch fails. The CUDA
+// executor's runP2p calls it. Control tier; thread-safe.
 Status cudaLaunchP2p(const CudaP2pArgs& args, struct CUstream_st* stream);
 
 // Queues the one-shot AllReduce kernel for (args.dtype, args.op.kind) (one_shot_kernel.cu: one block

@@ -52,19 +52,14 @@ class CudaPlatform {
   // barrier) before any thread builds its platform. sendStaging0/1 and recvStaging: shared-memory
   // buffers of kMaxLlStepPayload bytes, 16-byte aligned (null where the protocol needs none).
   // Every thread of the block builds its own CudaPlatform over the same shared words.
-  __device__ CudaPlatform(const CudaCollArgs& args, uint32_t* blockFailed, void* sendStaging0, void* sendStaging1,
-                          void* recvStaging)
-      : CudaPlatform(args.abortFlag, args.status, args.timeoutNs, blockFailed, sendStaging0, sendStaging1,
-                     recvStaging) {}
-  // The same from a launch's wait parameters alone (the point-to-point kernel, p2p_kernel.cu).
-  __device__ CudaPlatform(const volatile uint32_t* abortFlag, CudaKernelStatus* status, uint64_t timeoutNs,
-                          uint32_t* blockFailed, void* sendStaging0, void* sendStaging1, void* recvStaging)
+  __device__ CudaPlatform(const CudaWaitArgs& waits, uint32_t* blockFailed, void* sendStaging0 = nullptr,
+                          void* sendStaging1 = nullptr, void* recvStaging = nullptr)
       : blockFailed_(blockFailed),
-        abortFlag_(abortFlag),
-        status_(status),
+        abortFlag_(waits.abortFlag),
+        status_(waits.status),
         sendStaging_{sendStaging0, sendStaging1},
         recvStaging_(recvStaging),
-        timeoutNs_(timeoutNs) {}
+        timeoutNs_(waits.timeoutNs) {}
 
   __device__ int tid() const { return static_cast<int>(threadIdx.x); }
   __device__ int nthreads() const { return static_cast<int>(blockDim.x); }

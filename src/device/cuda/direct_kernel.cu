@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaDirectKernel(const __grid
   }
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
-  CudaPlatform plat(args.abortFlag, args.status, args.timeoutNs, &blockFailed, nullptr, nullptr, nullptr);
+  CudaPlatform plat(args, &blockFailed);
   const Fn fn(args.op.opArg);
   const DirectWork w = directWorkOf(args, args.builtinOp, self, peers, descs, tokens, transfers, args.chunk);
   const DirectResult r = directCollective<T>(plat, fn, w);
@@ -84,9 +84,8 @@ Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream) 
   const void* kernel = reduces ? kernelForTypeOp<DirectKernel, DirectPairs>(args.dtype, args.op.kind)
                                : kernelForTypeOp<DirectKernel, DirectPairs>(ccUint8, RedOpKind::kSum);
   if (!directRuns(args.kind) || kernel == nullptr || dtypeSize(args.dtype) == 0 || args.nranks < 1 ||
-      args.nranks > kCudaMaxDirectRanks || args.rank < 0 || args.rank >= args.nranks ||
-      args.nthreads < kCudaMinThreads || args.nthreads > kCudaMaxThreads || args.nthreads % 32 != 0 ||
-      args.status == nullptr || (reduces && args.chunk == nullptr))
+      args.nranks > kCudaMaxDirectRanks || args.rank < 0 || args.rank >= args.nranks || !cudaWaitArgsOk(args) ||
+      (reduces && args.chunk == nullptr))
     return CC_ERROR(Status::kInvalidArgument,
                     "CUDA launch of Direct %s (type %d, reduction %d) on rank %d of %d with %d threads (status %p, "
                     "chunk %p): a collective Direct runs, a type and reduction this build compiles (Sum on every "

@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaOneShotKernel(const __gri
   }
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
-  CudaPlatform plat(args.abortFlag, args.status, args.timeoutNs, &blockFailed, nullptr, nullptr, nullptr);
+  CudaPlatform plat(args, &blockFailed);
   const Fn fn(args.op.opArg);
   const OneShotWork w{args.sendbuff, args.recvbuff, args.count, self, n, peers, args.gather, transfers};
   const bool done = oneShotAllReduceAny<T>(plat, fn, w);
@@ -66,8 +66,7 @@ struct OneShotKernel {
 Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream) {
   const void* kernel = kernelForTypeOp<OneShotKernel, EveryTypeOp>(args.dtype, args.op.kind);
   if (kernel == nullptr || args.nranks < 2 || args.nranks > kCudaMaxOneShotRanks || args.rank < 0 ||
-      args.rank >= args.nranks || args.nthreads < kCudaMinThreads || args.nthreads > kCudaMaxThreads ||
-      args.nthreads % 32 != 0 || args.status == nullptr || (args.count != 0 && args.gather == nullptr))
+      args.rank >= args.nranks || !cudaWaitArgsOk(args) || (args.count != 0 && args.gather == nullptr))
     return CC_ERROR(Status::kInvalidArgument,
                     "CUDA launch of the one-shot AllReduce (type %d, reduction %d) on rank %d of %d with %d threads "
                     "(status %p, gather %p): the type and reduction must be known, ranks 2..%d, threads a multiple of "

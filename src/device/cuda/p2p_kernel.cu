@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaP2pKernel(const __grid_co
   }
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
-  CudaPlatform plat(args.abortFlag, args.status, args.timeoutNs, &blockFailed, nullptr, nullptr, nullptr);
+  CudaPlatform plat(args, &blockFailed);
   P2pEngine<CudaPlatform> engine(plat, ops, static_cast<size_t>(n));
   engine.copySelf(args.self);
   engine.run();
@@ -64,8 +64,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaP2pKernel(const __grid_co
 }  // namespace
 
 Status cudaLaunchP2p(const CudaP2pArgs& args, struct CUstream_st* stream) {
-  if (args.nTransfers < 0 || args.nTransfers > kCudaMaxP2pTransfers || args.nthreads < kCudaMinThreads ||
-      args.nthreads > kCudaMaxThreads || args.nthreads % 32 != 0 || args.status == nullptr)
+  if (args.nTransfers < 0 || args.nTransfers > kCudaMaxP2pTransfers || !cudaWaitArgsOk(args))
     return CC_ERROR(Status::kInvalidArgument,
                     "CUDA launch of a point-to-point batch of %d transfers with %d threads (status %p): transfers "
                     "must be 0..%d, threads a multiple of 32 in %d..%d, and a status word is required",
