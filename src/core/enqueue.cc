@@ -137,8 +137,6 @@ Status failOp(ccComm* comm, Status s, const ExecFailure& failure) {
 
 namespace {
 
-Status connectAllCollPeers(ccComm* comm, const Deadline& deadline);
-
 Status runCollective(ccComm* comm, const Op& op) {
   if (comm->gpu()) return runGpuOp(comm, op);
   const Plan plan = planOp(comm, op);
@@ -255,9 +253,8 @@ Status connectP2p(ccComm* comm, ExecTransfer* ops, size_t nOps, const Deadline& 
   return kOk;
 }
 
-// Makes comm->peerConns usable: on more than two ranks, the collective connections to every peer
-// both ways (once; later calls find them made). On two, the table points at the ring's first
-// channel, which joins the ranks both ways already (ccComm::peerConns).
+}  // namespace
+
 Status connectAllCollPeers(ccComm* comm, const Deadline& deadline) {
   if (comm->nranks <= 2 || comm->collPeersConnected) return kOk;
   std::vector<bool> want(comm->nranks, true);
@@ -266,6 +263,8 @@ Status connectAllCollPeers(ccComm* comm, const Deadline& deadline) {
   comm->collPeersConnected = true;
   return kOk;
 }
+
+namespace {
 
 Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
   std::vector<ExecTransfer> transfers;
@@ -293,10 +292,13 @@ Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
 
 }  // namespace
 
-bool p2pNeedsConnecting(const ccComm* comm, const Op* ops, size_t nOps) {
+bool opsNeedConnecting(ccComm* comm, const Op* ops, size_t nOps) {
   std::vector<ExecTransfer> transfers;
-  for (size_t i = 0; i < nOps; ++i)
+  for (size_t i = 0; i < nOps; ++i) {
     if (isP2pKind(ops[i].kind)) expandP2p(comm, ops[i], &transfers);
+    else if (!comm->collPeersConnected && comm->nranks > 2 && talksToEveryPeer(planOp(comm, ops[i]).algo, comm->nranks))
+      return true;
+  }
   for (const ExecTransfer& t : transfers) {
     if (t.peer == comm->rank || t.bytes == 0) continue;
     const P2pPeer& p = comm->p2p[t.peer];

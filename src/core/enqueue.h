@@ -60,9 +60,15 @@ Status checkComm(const ccComm* comm);
 // non-blocking communicator's worker (Status::kInProgress).
 Status enqueue(ccComm* comm, const Op& op, ccStream_t stream);
 
-// Whether running `ops` would first connect to a peer this rank has no point-to-point connection
-// with yet: a handshake that needs the peer's call running at the same time.
-bool p2pNeedsConnecting(const ccComm* comm, const Op* ops, size_t nOps);
+// Whether running `ops` would first connect to a peer (a point-to-point connection, or the
+// per-peer collective ones an algorithm that talks to every peer needs): a handshake that needs
+// the peer's call running at the same time.
+bool opsNeedConnecting(ccComm* comm, const Op* ops, size_t nOps);
+
+// Makes comm->peerConns usable: on more than two ranks, the collective connections to every peer
+// both ways (once; later calls find them made). On two, the table points at the ring's first
+// channel, which joins the ranks both ways already (ccComm::peerConns).
+Status connectAllCollPeers(ccComm* comm, const Deadline& deadline);
 
 // Runs queued operations in order on the calling thread; consecutive point-to-point operations
 // (Send, Recv, AlltoAll, Gather, Scatter) progress together as one batch. The caller keeps the

@@ -30,10 +30,17 @@ Status checkGpuOp(ccComm* comm, const Op& op) {
 Status runGpuOp(ccComm* comm, const Op& op) {
   const Plan plan = planOp(comm, op);
   notePlan(comm, plan);
-  const ExecColl coll = execCollOf(comm, op, plan);
+  ExecColl coll = execCollOf(comm, op, plan);
   ExecOp exec;
   exec.name = collName(op.kind);
   exec.stream = op.stream;
+  if (talksToEveryPeer(plan.algo, comm->nranks)) {  // over ExecColl::peers, connected on first use
+    ExecFailure failure;
+    ScopedDevice onDevice(comm->config.device);  // a GPU rank's FIFOs are made on its device
+    const Status s = connectAllCollPeers(comm, Deadline::afterSeconds(comm->config.timeoutSeconds));
+    if (!isOk(s)) return failOp(comm, s, failure);
+    coll.peers = comm->peerConns.data();
+  }
   const Status s = comm->gpu()->run(coll, exec);
   if (!isOk(s)) (void)pollGpuFailure(comm);
   return s;

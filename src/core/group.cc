@@ -64,7 +64,7 @@ Status runShare(const Share& s) {
 // thread, no hand-off to a worker. One that must first connect to a peer waits for that peer's
 // share, so it runs on its worker beside the others.
 bool launchesOnly(const Share& s) {
-  return s.comm->gpu() && !s.init && s.jobs.empty() && !p2pNeedsConnecting(s.comm, s.ops.data(), s.ops.size());
+  return s.comm->gpu() && !s.init && s.jobs.empty() && !opsNeedConnecting(s.comm, s.ops.data(), s.ops.size());
 }
 
 // Non-blocking: every share to its worker; failures are the communicators' async errors.

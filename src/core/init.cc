@@ -289,6 +289,7 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
     CC_INFO(kSubsysInit,
             "rank %d: NET in use and this host's ranks and proxy threads outnumber their CPUs; waits yield at once",
             rank);
+  makePeerConns(comm);
   if (gpu) {
     CC_CHECK(makeCudaExecutor(executorSetup(comm), &comm->executor));
     logSummary(comm);
@@ -299,7 +300,6 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   comm->directReach = !direct.ok            ? DirectReach::kNone
                       : direct.crossProcess ? DirectReach::kCrossProcess
                                             : DirectReach::kInProcess;
-  makePeerConns(comm);
   CC_CHECK(makeHostExecutor(executorSetup(comm), &comm->executor));
   logSummary(comm);
   return kOk;

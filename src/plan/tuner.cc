@@ -176,9 +176,11 @@ CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, 
   constexpr size_t kOneShotMaxBytes = size_t{64} << 10;
   constexpr size_t kBytesPerChannel = size_t{256} << 10;
   CollPlan plan{Protocol::kSimple, Algorithm::kRing, 1, false, false, false};
-  if (kind == CollKind::kAllReduce && nranks == 2) {
+  // OneShot on more than two ranks (its own kernel, over per-peer connections) only when forced:
+  // nothing has measured where it pays on a GPU.
+  if (kind == CollKind::kAllReduce && nranks >= 2) {
     if (cfg.forcedAlgo == static_cast<int>(Algorithm::kOneShot) ||
-        (cfg.forcedAlgo < 0 && bytes <= kOneShotMaxBytes))
+        (cfg.forcedAlgo < 0 && nranks == 2 && bytes <= kOneShotMaxBytes))
       plan.algo = Algorithm::kOneShot;
   }
   if (cfg.forcedProto >= 0) plan.proto = static_cast<Protocol>(cfg.forcedProto);

@@ -86,8 +86,9 @@ Status loadTunerConfig(TunerConfig* out);
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
                         DirectReach reach = DirectReach::kNone, bool overNet = false, int nHosts = 1);
 
-// A GPU communicator's collective: ring (OneShot for small two-rank AllReduce), LL for small
-// messages, channels growing with the size up to maxChannels (what the device holds at once).
+// A GPU communicator's collective: ring (OneShot for small two-rank AllReduce, and on any number of
+// ranks when forced), LL for small messages, channels growing with the size up to maxChannels
+// (what the device holds at once).
 // COLLCOMM_PROTO and COLLCOMM_ALGO (Ring, OneShot) force choices as on the host. First cut, not
 // yet measured: tuner.cc says where each number comes from.
 inline constexpr int kGpuDefaultChannels = 32;  // rings a GPU communicator connects unless told

@@ -122,9 +122,9 @@ struct CudaPeerCollArgs : CollWork, CudaWaitArgs {
 // collectives/one_shot_all_reduce.h (oneShotAllReduceAny) over the per-peer connections.
 // recvbuff may be sendbuff; count in elements; nranks 2..kCudaMaxOneShotRanks.
 // gather: nranks * count elements of device memory the kernel may overwrite, the counterpart of
-// the host executor's grown gather buffer (host_one_shot.cc); the CUDA executor would own one per
+// the host executor's grown gather buffer (host_one_shot.cc): the CUDA executor owns one per
 // communicator, grown in stream order (cudaMallocAsync/cudaFreeAsync on the operation's stream)
-// so that a kernel still running on the old one keeps it. Not yet launched (see one_shot_kernel.cu).
+// so that a kernel still running on the old one keeps it.
 inline constexpr int kCudaMaxOneShotRanks = kCudaMaxPeerRanks;
 struct CudaOneShotArgs : CudaPeerCollArgs {
   void* gather;

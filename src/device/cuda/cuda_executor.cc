@@ -40,6 +40,7 @@ class CudaExecutor final : public Executor {
     ScopedDevice on(device_);
     if (deviceConns_ != nullptr) cudaFree(deviceConns_);
     for (auto& [host, copy] : p2pMirrors_) cudaFree(copy);
+    if (gather_ != nullptr) cudaFree(gather_);
     if (orderEvent_ != nullptr) cudaEventDestroy(orderEvent_);
     if (ctrlStream_ != nullptr) cudaStreamDestroy(ctrlStream_);
     if (mapped_ != nullptr) cudaFreeHost(mapped_);
@@ -105,6 +106,10 @@ class CudaExecutor final : public Executor {
 
   Status run(const ExecColl& c, const ExecOp& op) override {
     CC_CHECK(checkNoEarlierFailure(collName(c.kind)));
+    if (c.algo == Algorithm::kOneShot && nranks_ > 2) return runOneShot(c, op);
+    if (c.algo == Algorithm::kDirect)
+      return CC_ERROR(Status::kInvalidUsage, "%s on rank %d: Direct is not implemented on GPU communicators yet",
+                      collName(c.kind), rank_);
     auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaCollArgs a{};
     static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
@@ -118,6 +123,49 @@ class CudaExecutor final : public Executor {
     CC_CHECK(orderAfterLastLaunch(stream));
     CC_CHECK(cudaLaunchCollective(a, stream));
     lastStream_ = stream;
+    return kOk;
+  }
+
+  // AllReduce one-shot on more than two ranks (one_shot_kernel.cu): one block gathers every peer's
+  // input over the per-peer connections core made (c.peers) into the gather buffer and reduces in
+  // rank order.
+  Status runOneShot(const ExecColl& c, const ExecOp& op) {
+    if (nranks_ > kCudaMaxOneShotRanks || c.peers == nullptr)
+      return CC_ERROR(Status::kInvalidUsage,
+                      "%s on rank %d of %d: the one-shot kernel runs on at most %d ranks, over the per-peer "
+                      "connections core makes first",
+                      collName(c.kind), rank_, nranks_, kCudaMaxOneShotRanks);
+    auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
+    CudaOneShotArgs a{};
+    static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
+    static_cast<CudaWaitArgs&>(a) = waitArgs();
+    a.rank = rank_;
+    ScopedDevice on(device_);
+    std::lock_guard<std::mutex> lock(launchMu_);
+    for (int p = 0; p < nranks_; ++p) {
+      if (p == rank_) continue;
+      CC_CHECK(mirrored(c.peers[p].send, &a.peers[p].send));
+      CC_CHECK(mirrored(c.peers[p].recv, &a.peers[p].recv));
+    }
+    CC_CHECK(orderAfterLastLaunch(stream));
+    CC_CHECK(growGather(static_cast<size_t>(nranks_) * c.count * dtypeSize(c.dtype), stream));
+    a.gather = gather_;
+    CC_CHECK(cudaLaunchOneShot(a, stream));
+    lastStream_ = stream;
+    return kOk;
+  }
+
+  // The one-shot's gather buffer holds at least `bytes`. Grown in stream order, after the
+  // launches already ordered before `stream` (orderAfterLastLaunch): a kernel still running on
+  // the old buffer keeps it, and no call waits for the device, where a peer's kernel may be
+  // spinning on this rank. Called under launchMu_.
+  Status growGather(size_t bytes, cudaStream_t stream) {
+    if (bytes <= gatherBytes_) return kOk;
+    if (gather_ != nullptr) CC_CUDA_CHECK(cudaFreeAsync(gather_, stream));
+    gather_ = nullptr;
+    gatherBytes_ = 0;
+    CC_CUDA_CHECK(cudaMallocAsync(&gather_, bytes, stream));
+    gatherBytes_ = bytes;
     return kOk;
   }
 
@@ -198,10 +246,12 @@ class CudaExecutor final : public Executor {
     return kOk;
   }
 
-  // The device copy of point-to-point connection `host` (core's view, made on first use): the
-  // kernels advance its step counters there from one launch to the next, as the channels' (see
-  // mirrorChannels). Made from the host view the first time the connection is used, which is
-  // before any kernel has moved a step on it. Called under launchMu_.
+  // The device copy of per-peer connection `host` (core's view of a point-to-point connection, or
+  // of a per-peer collective one, made on first use): the kernels advance its step counters there
+  // from one launch to the next, as the channels' (see mirrorChannels). Made from the host view the
+  // first time the connection is used, which is before any kernel has moved a step on it. Never a
+  // ring channel's connection, whose copy mirrorChannels made (two copies would each count steps).
+  // Called under launchMu_.
   template <class Conn>
   Status mirrored(Conn* host, Conn** device) {
     void*& copy = p2pMirrors_[host];
@@ -296,7 +346,9 @@ class CudaExecutor final : public Executor {
   void* deviceConns_ = nullptr;  // SendConn[nChannels], RecvConn[nChannels], int[nChannels][nranks]
   std::vector<int> ringPos_;
   std::vector<uint32_t*> ownStates_;  // this rank's PeerState words, in device memory
-  std::unordered_map<const void*, void*> p2pMirrors_;  // a point-to-point SendConn/RecvConn: its device copy
+  std::unordered_map<const void*, void*> p2pMirrors_;  // a per-peer SendConn/RecvConn: its device copy
+  void* gather_ = nullptr;  // the one-shot's gather buffer (growGather)
+  size_t gatherBytes_ = 0;
   cudaStream_t ctrlStream_ = nullptr;
   cudaEvent_t orderEvent_ = nullptr;
   std::mutex launchMu_;

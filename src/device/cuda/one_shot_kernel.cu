@@ -3,11 +3,9 @@
 // point-to-point engine, reduce in rank order) with CudaPlatform, for every data type and
 // reduction, and its launcher.
 //
-// Status: compiled for every architecture of the build (CI's CUDA build), not yet called: GPU
-// communicators keep the ring (the planner's one-shot beyond two ranks is host-only there), the
-// CUDA executor has no device-visible per-peer connections yet (only the ring channels are
-// mirrored, cuda_executor.cc) and no gather buffer (CudaOneShotArgs says where it would come
-// from). It has never run on a GPU.
+// Launched by the CUDA executor (runOneShot) when the plan says OneShot on more than two ranks,
+// which the GPU planner does only when forced (COLLCOMM_ALGO=OneShot). Written and compile-checked
+// without a GPU (2026-11-27): it has not run on one yet.
 #include <cuda_runtime.h>
 
 #include "collectives/one_shot_all_reduce.h"

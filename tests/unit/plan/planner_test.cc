@@ -270,6 +270,24 @@ PeerInfo rankOn(uint64_t host, std::initializer_list<int> cpus) {
   return p;
 }
 
+// GPU communicators: OneShot for a small two-rank AllReduce by default; beyond two ranks (its own
+// kernel over per-peer connections) only when forced, and then at any size; the other kinds stay
+// on rings when it is forced.
+TEST(Planner, GpuOneShotBeyondTwoRanksOnlyWhenForced) {
+  TunerConfig cfg = loaded();
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, 1024, 2, 32).algo, Algorithm::kOneShot);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, 1024, 4, 32).algo, Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, size_t{1} << 20, 2, 32).algo, Algorithm::kRing);
+  cfg.forcedAlgo = static_cast<int>(Algorithm::kOneShot);
+  for (int n : {2, 4, 8})
+    for (size_t bytes : {size_t{8}, size_t{1} << 20}) {
+      const CollPlan p = planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32);
+      EXPECT_EQ(p.algo, Algorithm::kOneShot) << n << " ranks, " << bytes << " bytes";
+      EXPECT_EQ(talksToEveryPeer(p.algo, n), n > 2);
+    }
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kReduceScatter, 1024, 4, 32).algo, Algorithm::kRing);
+}
+
 TEST(Oversubscription, RanksAgainstTheCpusTheyMayUse) {
   // Two ranks pinned to two cores: fine. Four unpinned on two: oversubscribed.
   EXPECT_FALSE(hostOversubscribed({rankOn(1, {0}), rankOn(1, {1})}, 0));
