@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,32 @@ void markGone(uint32_t* word, uint32_t state) {
   __atomic_compare_exchange_n(word, &active, state, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
+// The close of a receiving comm whose side left, handed from the proxy's round to after it
+// (proxyAfterRound) so that a teardown does not wait for it under the proxy's lock: it deregisters
+// the FIFO's memory and closes the comm, once, run by whichever comes first, the deferred work or
+// the connection's destructor. The destructor waits for a close already running, as the memory it
+// frees may still receive until the close has cancelled what was posted.
+struct DeferredRecvClose {
+  const NetOpsV1* net;
+  void* comm;
+  void* mrs[2];
+  std::atomic<int> state{0};  // 0 pending, 1 running, 2 done
+
+  // Runs the close unless someone else has claimed it; returns whether this call ran it.
+  bool runOnce() {
+    int pending = 0;
+    if (!state.compare_exchange_strong(pending, 1, std::memory_order_acq_rel)) return false;
+    for (void* mr : mrs)
+      if (mr != nullptr) (void)net->deregMr(comm, mr);
+    (void)net->closeRecv(comm);
+    state.store(2, std::memory_order_release);
+    return true;
+  }
+  void waitDone() const {
+    while (state.load(std::memory_order_acquire) != 2) poll(nullptr, 0, 1);
+  }
+};
+
 class NetConnection final : public FifoMemory, public ProxyClient {
  public:
   NetConnection(bool isSend, const FifoLayout& layout, const PeerInfo& peer, const ConnSetup& setup)
@@ -94,6 +121,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     const auto t2 = Clock::now();
     if (registered_ && comm_ != nullptr && !failed_.load(std::memory_order_acquire)) leaveWord();
     if (connecting_) net_->abandonConnect(handle_);
+    if (deferredClose_ != nullptr && !deferredClose_->runOnce()) deferredClose_->waitDone();
     const auto t3 = Clock::now();
     if (comm_ != nullptr) {
       if (blockMr_ != nullptr) (void)net_->deregMr(comm_, blockMr_);
@@ -373,8 +401,14 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       // goodbye to leave and closes endpoints: it runs after the round, outside the proxy's lock,
       // so that this communicator's teardown (proxyRemove) does not wait for it.
       if (net_->farewell != nullptr) (void)net_->farewell(comm_, own);
-      proxyAfterRound([net = net_, comm = comm_] { (void)net->closeRecv(comm); });
+      deferredClose_ = std::make_shared<DeferredRecvClose>();
+      deferredClose_->net = net_;
+      deferredClose_->comm = comm_;
+      deferredClose_->mrs[0] = blockMr_;
+      deferredClose_->mrs[1] = stageMr_;
+      proxyAfterRound([close = deferredClose_] { (void)close->runOnce(); });
       comm_ = nullptr;
+      blockMr_ = stageMr_ = nullptr;
       return true;
     }
     if (idleRound()) return false;
@@ -457,6 +491,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   void* comm_ = nullptr;
   void* blockMr_ = nullptr;  // the FIFO block's registration with the backend (null: none needed)
   void* stageMr_ = nullptr;  // receiver: the LL staging buffer's
+  std::shared_ptr<DeferredRecvClose> deferredClose_;  // receiver whose side left: its close (proxy thread)
   unsigned char handle_[kNetHandleBytes] = {};
   bool connecting_ = false;
   bool registered_ = false;
