@@ -660,8 +660,9 @@ void runDieJob(const char* scenario, bool strictNames, bool net = false, const c
     if (expectResult != nullptr)
       gotExpected += w.output.find(std::string(" gone returned ") + expectResult) != std::string::npos;
   }
-  if (expectResult != nullptr)
+  if (expectResult != nullptr) {
     EXPECT_GE(gotExpected, 1) << "no survivor returned \"" << expectResult << "\"\n" << job.allOutput();
+  }
   EXPECT_GE(namedVictim, 1) << "no survivor's error names the dead rank\n" << job.allOutput();
   // Far below COLLCOMM_TIMEOUT where the death is detected, not timed out.
   EXPECT_LT(seconds, maxSeconds) << job.allOutput();
