@@ -77,19 +77,23 @@ Status endNonBlocking(std::vector<Share>& shares) {
 Status endBlocking(std::vector<Share>& shares) {
   std::vector<JobOutcome> outcomes(shares.size());
   std::vector<uint64_t> tickets(shares.size(), 0);
+  // Decided once, before any share runs: a worker's share connects its communicator, after which
+  // the same question would answer otherwise (and the share would run twice).
+  std::vector<bool> onWorker(shares.size(), false);
+  for (size_t i = 1; i < shares.size(); ++i) onWorker[i] = !launchesOnly(shares[i]);
   // Marked busy while their shares run: ccCommAbort from another thread waits for them to leave.
   for (Share& s : shares) s.comm->busy.fetch_add(1);
   for (size_t i = 1; i < shares.size(); ++i)
-    if (!launchesOnly(shares[i]))
+    if (onWorker[i])
       tickets[i] = workerOf(shares[i].comm).submit([&share = shares[i]] { return runShare(share); }, &outcomes[i]);
   for (size_t i = 0; i < shares.size(); ++i) {
-    if (i != 0 && !launchesOnly(shares[i])) continue;
+    if (onWorker[i]) continue;
     clearThreadLastError();
     outcomes[i].status = runShare(shares[i]);
     if (!isOk(outcomes[i].status)) outcomes[i].message = threadLastError();
   }
   for (size_t i = 1; i < shares.size(); ++i)
-    if (!launchesOnly(shares[i])) shares[i].comm->worker->wait(tickets[i]);
+    if (onWorker[i]) shares[i].comm->worker->wait(tickets[i]);
   for (Share& s : shares) s.comm->busy.fetch_sub(1);
 
   Status first = kOk;

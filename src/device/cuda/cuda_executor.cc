@@ -251,16 +251,18 @@ class CudaExecutor final : public Executor {
   // from one launch to the next, as the channels' (see mirrorChannels). Made from the host view the
   // first time the connection is used, which is before any kernel has moved a step on it. Never a
   // ring channel's connection, whose copy mirrorChannels made (two copies would each count steps).
+  // Allocated in stream order: a peer's kernel may already spin on this rank, and a plain
+  // cudaMalloc may order this rank's next launch behind it (CUDA's implicit synchronisation).
   // Called under launchMu_.
   template <class Conn>
   Status mirrored(Conn* host, Conn** device) {
     void*& copy = p2pMirrors_[host];
     if (copy == nullptr) {
       void* made = nullptr;
-      CC_CUDA_CHECK(cudaMalloc(&made, sizeof(Conn)));
+      CC_CUDA_CHECK(cudaMallocAsync(&made, sizeof(Conn), ctrlStream_));
       const cudaError_t err = cudaMemcpyAsync(made, host, sizeof(Conn), cudaMemcpyHostToDevice, ctrlStream_);
       if (err != cudaSuccess || cudaStreamSynchronize(ctrlStream_) != cudaSuccess) {
-        (void)cudaFree(made);
+        (void)cudaFreeAsync(made, ctrlStream_);
         return cudaFailed(err != cudaSuccess ? err : cudaGetLastError(), "copying a connection to the device");
       }
       copy = made;

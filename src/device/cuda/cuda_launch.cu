@@ -87,9 +87,18 @@ Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
     return kOk;
   }
   int least = 1 << 30;
-  for (int index = 0; index < kCudaKernelCount; ++index) {
-    const void* kernel = kShardLookups[index % kCudaKernelShards](index);
-    if (kernel == nullptr) continue;
+  // The ring table's kernels (several blocks each: the least of their blocks per SM bounds the
+  // channels) and then the one-block kernels, which are only loaded.
+  std::vector<const void*> kernels;
+  for (int index = 0; index < kCudaKernelCount; ++index)
+    if (const void* kernel = kShardLookups[index % kCudaKernelShards](index); kernel != nullptr)
+      kernels.push_back(kernel);
+  const size_t ringKernels = kernels.size();
+  cudaP2pKernels(&kernels);
+  cudaOneShotKernels(&kernels);
+  cudaDirectKernels(&kernels);
+  for (size_t index = 0; index < kernels.size(); ++index) {
+    const void* kernel = kernels[index];
     cudaFuncAttributes attr{};
     err = cudaFuncGetAttributes(&attr, kernel);  // loads the kernel's module now
     int blocks = 0;
@@ -99,7 +108,7 @@ Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
                       "loading collcomm's CUDA kernels on device %d failed: %s (was the library built for this GPU's "
                       "architecture? COLLCOMM_CUDA_ARCHS)",
                       device, cudaGetErrorString(err));
-    if (blocks < least) least = blocks;
+    if (index < ringKernels && blocks < least) least = blocks;
   }
   prepared[device][0] = nthreads;
   prepared[device][1] = least;

@@ -4,6 +4,8 @@
 // Called by the CUDA executor (cuda_executor.cc), which implements device/executor.h.
 #pragma once
 
+#include <vector>
+
 #include "common/status.h"
 #include "device/cuda/cuda_args.h"
 
@@ -28,8 +30,8 @@ Status cudaLaunchP2p(const CudaP2pArgs& args, struct CUstream_st* stream);
 // Queues the one-shot AllReduce kernel for (args.dtype, args.op.kind) (one_shot_kernel.cu: one block
 // runs collectives/one_shot_all_reduce.h over the per-peer connections) on `stream` and returns
 // without waiting; status and pointers as cudaLaunchCollective. Errors (nothing queued):
-// kInvalidArgument outside CudaOneShotArgs' contract, kCudaError when the launch fails. Not yet
-// called by the CUDA executor. Control tier; thread-safe.
+// kInvalidArgument outside CudaOneShotArgs' contract, kCudaError when the launch fails. The CUDA
+// executor's runOneShot calls it. Control tier; thread-safe.
 Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream);
 
 // Queues the Direct kernel (direct_kernel.cu: one block runs collectives/direct.h) for args.kind on
@@ -39,12 +41,18 @@ Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream
 // launch fails. Not yet called by the CUDA executor. Control tier; thread-safe.
 Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream);
 
+// Append the host handles of every kernel the point-to-point, one-shot and Direct launchers may
+// launch, for cudaPrepareKernels to load ahead. Setup tier.
+void cudaP2pKernels(std::vector<const void*>* out);
+void cudaOneShotKernels(std::vector<const void*>* out);
+void cudaDirectKernels(std::vector<const void*>* out);
+
 // The sentence and Status for what a finished kernel left in `status` (kOk when nothing failed).
 // opName and rank name the operation in the sentence. Control tier.
 Status cudaKernelResult(const CudaKernelStatus& status, const char* opName, int rank);
 
-// Loads every kernel of the table on the current device (so that no launch waits for lazy module
-// loading while a peer's kernel spins) and returns how many blocks of `nthreads` threads of the
+// Loads every kernel of the table and of the other launchers on the current device (so that no
+// launch waits for lazy module loading, which synchronises the context, while a peer's kernel spins) and returns how many blocks of `nthreads` threads of the
 // most demanding kernel one SM holds at once. Once per device per process; thread-safe. Setup tier.
 Status cudaPrepareKernels(int nthreads, int* blocksPerSm);
 

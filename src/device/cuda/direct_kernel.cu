@@ -78,6 +78,8 @@ static_assert(typeOpCount<DirectPairs>() == ccNumTypes + kRedOpKindCount - 1,
 
 }  // namespace
 
+void cudaDirectKernels(std::vector<const void*>* out) { appendKernels<DirectKernel, DirectPairs>(out); }
+
 Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream) {
   const bool reduces = args.kind == CollKind::kAllReduce || args.kind == CollKind::kReduceScatter;
   // AllGather and Broadcast move bytes: the (uint8, sum) kernel serves every type.

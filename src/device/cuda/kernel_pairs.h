@@ -42,6 +42,15 @@ constexpr int typeOpCount() {
   return n;
 }
 
+// Appends the host handle of Kernel<T, Fn> for every pair Pairs has (to load them ahead).
+template <template <class, class> class Kernel, class Pairs, class Out>
+void appendKernels(Out* out) {
+  forEachTypeOp<Pairs>([&]<ccDataType_t D, RedOpKind O>() {
+    using T = typename DtypeTraits<D>::Type;
+    out->push_back(Kernel<T, typename RedOpFunc<O, T>::Type>::get());
+  });
+}
+
 // The host handle (for cudaLaunchKernel) of Kernel<T, Fn> for (dtype, op), with T dtype's element
 // type and Fn op's functor on it; null for a pair Pairs leaves out and for values outside the
 // lists. Kernel: `template <class T, class Fn> struct` with `static const void* get()`, which

@@ -4,8 +4,8 @@
 // reduction, and its launcher.
 //
 // Launched by the CUDA executor (runOneShot) when the plan says OneShot on more than two ranks,
-// which the GPU planner does only when forced (COLLCOMM_ALGO=OneShot). Written and compile-checked
-// without a GPU (2026-11-27): it has not run on one yet.
+// which the GPU planner does only when forced (COLLCOMM_ALGO=OneShot). First run on an H200 on
+// 2026-11-27: 4 ranks, every type and reduction, bit for bit with the host executor.
 #include <cuda_runtime.h>
 
 #include "collectives/one_shot_all_reduce.h"
@@ -60,6 +60,8 @@ struct OneShotKernel {
 };
 
 }  // namespace
+
+void cudaOneShotKernels(std::vector<const void*>* out) { appendKernels<OneShotKernel, EveryTypeOp>(out); }
 
 Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream) {
   const void* kernel = kernelForTypeOp<OneShotKernel, EveryTypeOp>(args.dtype, args.op.kind);

@@ -67,6 +67,41 @@ bool cudaCanConnect(const PeerInfo& self, const PeerInfo& peer) {
   return self.device >= 0 && peer.device >= 0 && self.processToken == peer.processToken;
 }
 
+// The pool device FIFOs come from, one per device for the process, made at the first FIFO (a
+// communicator's init): FIFOs made later (point-to-point and per-peer connections, made on first
+// use) are allocated in stream order, since a peer's kernel may already spin on this rank and a
+// plain cudaMalloc may order this rank's next launch behind that kernel (CUDA's implicit
+// synchronisation). A pool of its own, so that the access granted to peer devices is not granted
+// to the application's default pool. Called with the device current.
+cudaError_t fifoPool(int device, int peerDevice, cudaMemPool_t* out) {
+  constexpr int kMaxDevices = 64;
+  static std::mutex mu;
+  static cudaMemPool_t pools[kMaxDevices] = {};
+  static uint64_t peersGranted[kMaxDevices] = {};  // bit p: device p may read and write the pool
+  if (device < 0 || device >= kMaxDevices || peerDevice < 0 || peerDevice >= kMaxDevices)
+    return cudaErrorInvalidDevice;
+  std::lock_guard<std::mutex> lock(mu);
+  if (pools[device] == nullptr) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    const cudaError_t err = cudaMemPoolCreate(&pools[device], &props);
+    if (err != cudaSuccess) return err;
+  }
+  if (peerDevice != device && (peersGranted[device] >> peerDevice & 1) == 0) {
+    cudaMemAccessDesc access{};
+    access.location.type = cudaMemLocationTypeDevice;
+    access.location.id = peerDevice;
+    access.flags = cudaMemAccessFlagsProtReadWrite;
+    const cudaError_t err = cudaMemPoolSetAccess(pools[device], &access, 1);
+    if (err != cudaSuccess) return err;
+    peersGranted[device] |= uint64_t{1} << peerDevice;
+  }
+  *out = pools[device];
+  return cudaSuccess;
+}
+
 // Whether the sender's device can write the receiver's device memory.
 bool reaches(int senderDevice, int receiverDevice) {
   if (senderDevice == receiverDevice) return true;
@@ -81,9 +116,16 @@ Status cudaCreateFifo(const FifoLayout& layout, const PeerInfo& self, const Peer
   auto* block = new CudaBlock;
   block->device = self.device;
   block->hostMemory = !reaches(peer.device, self.device);
-  cudaError_t err = block->hostMemory
-                        ? cudaHostAlloc(&block->base, bytes, cudaHostAllocMapped | cudaHostAllocPortable)
-                        : cudaMalloc(&block->base, bytes);
+  cudaStream_t stream = nullptr;
+  cudaMemPool_t pool = nullptr;
+  cudaError_t err = cudaSuccess;
+  if (block->hostMemory) {
+    err = cudaHostAlloc(&block->base, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  } else {
+    err = setupStream(self.device, &stream);
+    if (err == cudaSuccess) err = fifoPool(self.device, peer.device, &pool);
+    if (err == cudaSuccess) err = cudaMallocFromPoolAsync(&block->base, bytes, pool, stream);
+  }
   if (err != cudaSuccess) {
     delete block;
     return CC_ERROR(Status::kCudaError, "allocating the %zu-byte FIFO from rank %d on CUDA device %d failed: %s",
@@ -94,9 +136,7 @@ Status cudaCreateFifo(const FifoLayout& layout, const PeerInfo& self, const Peer
   } else {
     // On a stream of its own: a blocking memset would wait for every kernel on the device,
     // including other communicators' kernels spinning on their peers.
-    cudaStream_t stream = nullptr;
-    err = setupStream(self.device, &stream);
-    if (err == cudaSuccess) err = cudaMemsetAsync(block->base, 0, bytes, stream);
+    err = cudaMemsetAsync(block->base, 0, bytes, stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   }
   if (err != cudaSuccess) {
