@@ -296,7 +296,8 @@ bool opsNeedConnecting(ccComm* comm, const Op* ops, size_t nOps) {
   std::vector<ExecTransfer> transfers;
   for (size_t i = 0; i < nOps; ++i) {
     if (isP2pKind(ops[i].kind)) expandP2p(comm, ops[i], &transfers);
-    else if (!comm->collPeersConnected && comm->nranks > 2 && talksToEveryPeer(planOp(comm, ops[i]).algo, comm->nranks))
+    else if (!comm->collPeersConnected && comm->nranks > 2 &&
+             talksToEveryPeer(planOp(comm, ops[i]).algo, comm->nranks))
       return true;
   }
   for (const ExecTransfer& t : transfers) {

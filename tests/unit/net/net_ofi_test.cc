@@ -89,7 +89,9 @@ void roundTrip(Pair& p, size_t bytes, uint32_t tag) {
   std::vector<size_t> sizes;
   ASSERT_TRUE(waitAll({sreq, rreq}, &sizes)) << bytes << " bytes did not arrive: " << threadLastError();
   EXPECT_EQ(sizes[1], bytes);
-  if (bytes != 0) EXPECT_EQ(memcmp(src.data(), dst.data(), bytes), 0) << bytes << " bytes arrived corrupted";
+  if (bytes != 0) {
+    EXPECT_EQ(memcmp(src.data(), dst.data(), bytes), 0) << bytes << " bytes arrived corrupted";
+  }
   EXPECT_EQ(dst[bytes], 0xee) << "wrote past the message";
 }
 
