@@ -11,12 +11,13 @@
 # Environment: BUILD_DIR (build-gpu), GPU_DEVICE (0), JOBS (16), FORCE_BUILD=1 (rebuild even when
 # BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
 # tests, 180), SKIP_NCCL=1 (no NCCL latency through PyTorch), SKIP_TESTS=1, CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
-# RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
+# COLLCOMM_TIMEOUT (20: seconds a kernel waits on a peer), RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
 # OUT (the log folder; else ./gpu-check-logs), LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
 # libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
 # libxml2.so.2 but no libxml2-dev: there cmake needs a copy of /usr/include/libxml2 (2.9), by
 # default looked for in build-deps/libxml2 (ignored by git, so it can be carried), or a BUILD_DIR
-# built on another machine at the same path (its binaries hold absolute paths).
+# built on another machine at the same path (its binaries hold absolute paths): scripts/gpu_pack.sh
+# makes one, scripts/gpu_check_carried.sh runs this check over it.
 # Every step runs even when an earlier one failed; the exit status is 1 when any failed, 2 when
 # there is no GPU to check.
 set -u
@@ -39,6 +40,9 @@ export PATH="/usr/local/cuda/bin:$PATH"
 # Ranks sharing the GPU wait for each other's kernels, each on its own stream: with CUDA's default
 # of 8 hardware queues two streams can share one and a kernel queue behind a spinning peer.
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
+# A test or perf run whose kernel waits on a peer gives up after 20 s with the library's sentence
+# (which rank, which channel, waiting for what) instead of spending its whole time limit.
+export COLLCOMM_TIMEOUT=${COLLCOMM_TIMEOUT:-20}
 # A build made on another machine may look for libcudart elsewhere (lib or lib64).
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # ... and libcollcomm where its RPATH (the build machine's folder) does not lead.
@@ -167,8 +171,17 @@ if [ -n "$ntests" ] && [ "$ntests" != 0 ]; then
 elif [ "${SKIP_TESTS:-0}" = 1 ]; then
   echo "$TEST_SUMMARY"
 elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
-  # ctest knows no gpu tests here (a build copied from another path): run the binary itself.
-  timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/tests/collcomm_gpu_tests" 2>&1 | tee "$LOG_DIR/gpu-tests.log"
+  # ctest knows no gpu tests here (a build copied from another path): run the binary itself, then
+  # the four-rank sweep with AllReduce forced one-shot (ctest's GpuComm.OneShotForcedMatchesHost).
+  (
+    timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/tests/collcomm_gpu_tests"
+    all=$?
+    COLLCOMM_ALGO=OneShot timeout --kill-after=10 60 "$BUILD_DIR/tests/collcomm_gpu_tests" \
+      --gtest_filter=GpuComm.FourRanksMatchHost
+    oneShot=$?
+    [ "$all" != 0 ] && exit "$all"
+    exit "$oneShot"
+  ) 2>&1 | tee "$LOG_DIR/gpu-tests.log"
   rc=$?
   TEST_SUMMARY=$(grep -E "^\[  (PASSED|FAILED)  \]" "$LOG_DIR/gpu-tests.log" | tr '\n' ' ')
   [ "$rc" = 124 ] && TEST_SUMMARY="timed out after $TEST_TIMEOUT s ($TEST_SUMMARY)"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The GPU check over a build packed elsewhere by scripts/gpu_pack.sh (build-gpu-carry/gpu.tar.xz,
+# carried beside this working tree): unpacks it, links the path it was built at to this checkout
+# (its binaries hold that absolute path), runs scripts/gpu_check.sh, and leaves the logs as one
+# tarball and the summary in $OUT (or ./gpu-check-logs). Arguments and environment as gpu_check.sh.
+set -u
+
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+cd "$HERE" || exit 2
+tar -xJf build-gpu-carry/gpu.tar.xz || exit 2
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+BUILT_AT=$(cat "$BUILD_DIR/built-at" 2>/dev/null || echo "$HERE")
+if [ "$BUILT_AT" != "$HERE" ]; then
+  if [ -e "$BUILT_AT" ] && [ "$(cd "$BUILT_AT" && pwd -P)" != "$(pwd -P)" ]; then
+    echo "gpu_check_carried: the build was made at $BUILT_AT, which is another folder here" >&2
+    exit 2
+  fi
+  mkdir -p "$(dirname "$BUILT_AT")" && { [ -e "$BUILT_AT" ] || ln -s "$HERE" "$BUILT_AT"; } || exit 2
+fi
+# The lent machine may lack libhwloc.so.15 (the library's topology detection links it).
+ldconfig -p 2>/dev/null | grep -q libhwloc.so.15 ||
+  export LD_LIBRARY_PATH="$BUILT_AT/$BUILD_DIR/fallback-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+OUT_DIR=${OUT:-$HERE/gpu-check-logs}
+LOGS=$(mktemp -d)/gpu-logs
+cd "$BUILT_AT" || exit 2
+OUT=$LOGS BUILD_DIR="$BUILT_AT/$BUILD_DIR" bash scripts/gpu_check.sh "$@"
+rc=$?
+mkdir -p "$OUT_DIR"
+tar -czf "$OUT_DIR/gpu-logs.tgz" -C "$(dirname "$LOGS")" gpu-logs
+cp "$LOGS/summary.txt" "$OUT_DIR/" 2>/dev/null
+exit $rc
