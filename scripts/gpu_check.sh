@@ -332,6 +332,16 @@ for coll in all_reduce all_gather reduce_scatter; do
   done
 done
 
+# ---- 5b. Channel caps where ranks share the GPU (docs/gpu.md, "Not yet": from 4 ranks up, large
+# sizes fall apart): the 4-rank 1 GiB and 8-rank 256 MiB allreduce with at most 16, 8 and 4
+# channels per rank, to see whether fewer blocks per sharing rank pay.
+for cap in 16 8 4; do
+  step "channel cap $cap: all_reduce 4 ranks at 1 GiB, 8 ranks at 256 MiB"
+  COLLCOMM_MAX_NCHANNELS=$cap run_perf "cap$cap-t4" 30 all_reduce_perf --gpu "$GPU_DEVICE" -t 4 -b 1G -e 1G -n 3 -w 1 -c 0
+  COLLCOMM_MAX_NCHANNELS=$cap run_perf "cap$cap-t8" 30 all_reduce_perf --gpu "$GPU_DEVICE" -t 8 -b 256M -e 256M -n 3 \
+    -w 1 -c 0
+done
+
 # ---- 6. Summary
 # busbw <log> <bytes>: "out-of-place/in-place" busbw of the row of that size (columns 8 and 12).
 busbw() { awk -v s="$2" '$1 == s && $2 ~ /^[0-9]+$/ { print $8 "/" $12; exit }' "$LOG_DIR/$1.log" 2>/dev/null; }
@@ -360,6 +370,12 @@ step "summary (logs: $LOG_DIR)"
       printf "%-16s %5s %16s %6s %16s %6s\n" "$coll" "$n" "${b256:--}" "$(pct "$n" "${b256%%/*}")" "${b1g:--}" \
         "$(pct "$n" "${b1g%%/*}")"
     done
+  done
+  echo
+  echo "all_reduce busbw GB/s (out-of-place/in-place) by channel cap: 4 ranks at 1 GiB, 8 ranks at 256 MiB"
+  for cap in 16 8 4; do
+    printf "  at most %2d channels: %16s %16s\n" "$cap" "$(busbw "cap$cap-t4" 1073741824)" \
+      "$(busbw "cap$cap-t8" 268435456)"
   done
   echo
   echo "8-byte allreduce, us per operation: back to back (-n 1000) / one op then synchronize (-I 1)"
