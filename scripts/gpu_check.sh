@@ -332,15 +332,44 @@ for coll in all_reduce all_gather reduce_scatter; do
   done
 done
 
-# ---- 5b. Channel caps where ranks share the GPU (docs/gpu.md, "Not yet": from 4 ranks up, large
-# sizes fall apart): the 4-rank 1 GiB and 8-rank 256 MiB allreduce with at most 16, 8 and 4
-# channels per rank, to see whether fewer blocks per sharing rank pay.
-for cap in 16 8 4; do
-  step "channel cap $cap: all_reduce 4 ranks at 1 GiB, 8 ranks at 256 MiB"
-  COLLCOMM_MAX_NCHANNELS=$cap run_perf "cap$cap-t4" 30 all_reduce_perf --gpu "$GPU_DEVICE" -t 4 -b 1G -e 1G -n 3 -w 1 -c 0
-  COLLCOMM_MAX_NCHANNELS=$cap run_perf "cap$cap-t8" 30 all_reduce_perf --gpu "$GPU_DEVICE" -t 8 -b 256M -e 256M -n 3 \
-    -w 1 -c 0
-done
+# ---- 5b. Where ranks share the GPU, large sizes fall apart from 4 ranks up (docs/gpu.md, "Not
+# yet"). Two candidates, each against the default in this run: at most 16, 8 and 4 channels per
+# rank, and one polling thread per block (COLLCOMM_GPU_POLLERS=1, first checked against the host
+# executor with the 4-rank sweep), on the 2- and 4-rank 1 GiB and 8-rank 256 MiB allreduce.
+probe() { # probe <name> <VAR=value>...: the three allreduce runs with those variables set
+  local name=$1
+  shift
+  step "probe $name ($*): all_reduce 2 and 4 ranks at 1 GiB, 8 ranks at 256 MiB"
+  local v k prev=()
+  for v in "$@"; do
+    k=${v%%=*}
+    prev+=("$k=${!k-(unset)}")
+    export "${v?}"
+  done
+  for n in 2 4; do
+    run_perf "$name-t$n" 30 all_reduce_perf --gpu "$GPU_DEVICE" -t "$n" -b 1G -e 1G -n 3 -w 1 -c 0
+  done
+  run_perf "$name-t8" 30 all_reduce_perf --gpu "$GPU_DEVICE" -t 8 -b 256M -e 256M -n 3 -w 1 -c 0
+  for v in "${prev[@]}"; do # back to what was set before
+    if [ "${v#*=}" = "(unset)" ]; then unset "${v%%=*}"; else export "${v?}"; fi
+  done
+}
+probe default COLLCOMM_GPU_POLLERS=0
+for cap in 16 8 4; do probe "cap$cap" COLLCOMM_MAX_NCHANNELS=$cap; done
+step "GPU tests, 4 ranks, with one polling thread per block (COLLCOMM_GPU_POLLERS=1)"
+if [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
+  if COLLCOMM_GPU_POLLERS=1 timeout --kill-after=10 60 "$BUILD_DIR/tests/collcomm_gpu_tests" \
+    --gtest_filter='GpuComm.FourRanksMatchHost:GpuP2p.FourRanks' >"$LOG_DIR/pollers1-tests.log" 2>&1; then
+    POLLERS1_TESTS=passed
+    probe pollers1 COLLCOMM_GPU_POLLERS=1
+  else
+    POLLERS1_TESTS="failed (log: pollers1-tests.log)"
+    failed "GPU tests with COLLCOMM_GPU_POLLERS=1 (log: pollers1-tests.log)"
+  fi
+  tail -n 5 "$LOG_DIR/pollers1-tests.log"
+else
+  POLLERS1_TESTS="not run: no $BUILD_DIR/tests/collcomm_gpu_tests"
+fi
 
 # ---- 6. Summary
 # busbw <log> <bytes>: "out-of-place/in-place" busbw of the row of that size (columns 8 and 12).
@@ -372,10 +401,11 @@ step "summary (logs: $LOG_DIR)"
     done
   done
   echo
-  echo "all_reduce busbw GB/s (out-of-place/in-place) by channel cap: 4 ranks at 1 GiB, 8 ranks at 256 MiB"
-  for cap in 16 8 4; do
-    printf "  at most %2d channels: %16s %16s\n" "$cap" "$(busbw "cap$cap-t4" 1073741824)" \
-      "$(busbw "cap$cap-t8" 268435456)"
+  echo "probes: all_reduce busbw GB/s (out-of-place/in-place), 2 and 4 ranks at 1 GiB, 8 ranks at 256 MiB"
+  echo "  (one polling thread per block: GPU tests ${POLLERS1_TESTS:-not run})"
+  for name in default cap16 cap8 cap4 pollers1; do
+    printf "  %-9s %16s %16s %16s\n" "$name" "$(busbw "$name-t2" 1073741824)" "$(busbw "$name-t4" 1073741824)" \
+      "$(busbw "$name-t8" 268435456)"
   done
   echo
   echo "8-byte allreduce, us per operation: back to back (-n 1000) / one op then synchronize (-I 1)"

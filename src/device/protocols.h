@@ -25,6 +25,27 @@
 
 namespace collcomm::detail {
 
+// A Simple step's wait, which every thread of a block makes alike on one word (the step's head or
+// tail): a platform with waitUniform may let one thread poll for all (CUDA); others waitUntil.
+template <class Platform, class Pred>
+CC_HD bool waitForStep(Platform& plat, Pred&& pred, const PeerRef& peer, const char* what) {
+  if constexpr (requires { plat.waitUniform(pred, peer, what); })
+    return plat.waitUniform(pred, peer, what);
+  else
+    return plat.waitUntil(pred, peer, what);
+}
+
+// Whether the platform's threads wait for Simple steps as one block (CUDA with one poller): then
+// every thread enters each such wait, whatever its own copy of the connection says, since the
+// copies can differ (each thread reads the peer's word at its own moment).
+template <class Platform>
+CC_HD bool waitsAsBlock(const Platform& plat) {
+  if constexpr (requires { plat.waitsAsBlock(); })
+    return plat.waitsAsBlock();
+  else
+    return false;
+}
+
 struct ProtoSimple {
   static constexpr const char* kName = "Simple";
   static constexpr bool kNeedsStaging = false;
@@ -35,11 +56,12 @@ struct ProtoSimple {
   template <class Platform>
   CC_HD static void* acquireSend(Platform& plat, SendConn& c) {
     const uint64_t step = c.simpleStep;
-    if (c.simpleHeadSeen + kNumSteps <= step) {
+    if (c.simpleHeadSeen + kNumSteps <= step || waitsAsBlock(plat)) {
       const uint64_t* head = &c.ctrl->simpleHead;
-      if (!plat.waitUntil([&] { return (c.simpleHeadSeen = plat.loadAcquire(head)) + kNumSteps > step; }, c.peer,
-                          "buffer space"))
-        return nullptr;
+      auto room = [&] {
+        return c.simpleHeadSeen + kNumSteps > step || (c.simpleHeadSeen = plat.loadAcquire(head)) + kNumSteps > step;
+      };
+      if (!waitForStep(plat, room, c.peer, "buffer space")) return nullptr;
     }
     return c.simpleBuf + (step % kNumSteps) * c.simpleStepBytes;
   }
@@ -74,7 +96,7 @@ struct ProtoSimple {
   CC_HD static const void* acquireRecv(Platform& plat, RecvConn& c, size_t bytes) {
     const uint64_t step = c.simpleStep;
     const uint64_t* tail = &c.ctrl->simpleTail;
-    if (!plat.waitUntil([&] { return plat.loadAcquire(tail) > step; }, c.peer, "data")) return nullptr;
+    if (!waitForStep(plat, [&] { return plat.loadAcquire(tail) > step; }, c.peer, "data")) return nullptr;
     // Ranks that disagree on count or type produce steps of different sizes: say so, do not
     // reduce garbage. The sender wrote the size word just now: a platform that gauges how far
     // the sender's core is may time this load (host: for large steps, where the answer matters).

@@ -75,6 +75,10 @@ struct CudaWaitArgs {
   const volatile uint32_t* abortFlag;
   uint64_t timeoutNs;
   CudaKernelStatus* status;  // required
+  // Simple-protocol waits (a step's head or tail, the same word for the whole block): false, every
+  // thread polls it; true, thread 0 polls and the block meets it at a barrier
+  // (COLLCOMM_GPU_POLLERS=1; an experiment, cuda_platform.cuh waitUniform).
+  bool onePoller;
 };
 
 // Whether a launch's wait arguments are usable: threads a multiple of the warp in

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "common/params.h"
 #include "device/cuda/cuda_launch.h"
 #include "device/executor.h"
 
@@ -51,6 +52,7 @@ class CudaExecutor final : public Executor {
     rank_ = s.rank;
     nranks_ = s.nranks;
     timeoutNs_ = static_cast<uint64_t>(s.timeoutSeconds) * 1000000000ull;
+    onePoller_ = paramInt(Param::kGpuPollers) == 1;
     ScopedDevice on(device_);
     int blocksPerSm = 0, sms = 0;
     CC_CHECK(cudaPrepareKernels(kThreads, &blocksPerSm));
@@ -236,7 +238,9 @@ class CudaExecutor final : public Executor {
   MappedWords& mappedWords() const { return *static_cast<MappedWords*>(mapped_); }
 
   // What every launch's waits run under: the communicator's abort word, deadline and status.
-  CudaWaitArgs waitArgs() const { return CudaWaitArgs{kThreads, devAbort_, timeoutNs_, devStatus_}; }
+  CudaWaitArgs waitArgs() const {
+    return CudaWaitArgs{kThreads, devAbort_, timeoutNs_, devStatus_, onePoller_};
+  }
 
   Status checkNoEarlierFailure(const char* opName) const {
     if (const uint32_t code = __atomic_load_n(&mappedWords().status.code, __ATOMIC_ACQUIRE); code != 0)
@@ -341,6 +345,7 @@ class CudaExecutor final : public Executor {
   int nranks_ = 1;
   int nChannels_ = 0;
   int maxChannels_ = 1;
+  bool onePoller_ = false;  // COLLCOMM_GPU_POLLERS=1: Simple waits polled by one thread per block
   uint64_t timeoutNs_ = 0;
   void* mapped_ = nullptr;  // MappedWords, host address
   uint32_t* devAbort_ = nullptr;

@@ -5,6 +5,7 @@
 //   allAgree(v) -> bool                      v held on every thread of the block (a barrier)
 //   loadAcquire/loadRelaxed/storeRelease/storeRelaxed on uint64_t words shared with peers
 //   waitUntil(pred, peer, what) -> bool      false once the wait has failed; the failure is recorded
+//   waitUniform(pred, peer, what) -> bool    the same, for a wait every thread makes alike
 //   failSizeMismatch(peer, got, expected)    records a protocol-level disagreement
 //   sendStaging(), recvStaging()             kMaxLlStepPayload bytes each, for LL
 //   peerPointer, readPeer, writePeer         a peer's memory, for Direct (collectives/direct.h):
@@ -59,7 +60,8 @@ class CudaPlatform {
         status_(waits.status),
         sendStaging_{sendStaging0, sendStaging1},
         recvStaging_(recvStaging),
-        timeoutNs_(waits.timeoutNs) {}
+        timeoutNs_(waits.timeoutNs),
+        onePoller_(waits.onePoller) {}
 
   __device__ int tid() const { return static_cast<int>(threadIdx.x); }
   __device__ int nthreads() const { return static_cast<int>(blockDim.x); }
@@ -117,6 +119,24 @@ class CudaPlatform {
       if (pred()) return true;
       if (i % kPollsPerCheck == 0 && !healthy(peer, what, clock)) return false;
     }
+  }
+
+  // A wait every thread of the block makes alike, on one word (protocols.h waitForStep: a Simple
+  // step's head or tail). With onePoller, thread 0 polls (512 threads polling one word with
+  // system-scope loads, and reading the mapped abort word in their slow paths, load the memory
+  // system the copies need) and the others wait at a barrier, then read the word once themselves
+  // (true by then: the words only grow). Every thread enters every such wait (waitsAsBlock). A
+  // failed wait leaves thread 0 without a barrier (see Failure above): its siblings are released
+  // when it exits, and see `failed`.
+  __device__ bool waitsAsBlock() const { return onePoller_; }
+  template <class Pred>
+  __device__ bool waitUniform(Pred&& pred, const PeerRef& peer, const char* what) {
+    if (!onePoller_) return waitUntil(pred, peer, what);
+    if (tid() == 0 && !waitUntil(pred, peer, what)) return false;
+    barrier();
+    if (failed()) return false;
+    if (tid() != 0) (void)pred();
+    return true;
   }
 
   // For engines that poll several connections (collectives/p2p.h): one round that moved nothing;
@@ -249,6 +269,7 @@ class CudaPlatform {
   void* sendStaging_[2];
   void* recvStaging_;
   uint64_t timeoutNs_;  // per wait; 0 = none
+  bool onePoller_;      // waitUniform: thread 0 polls for the block
   int sendFlip_ = 0;
   bool publishing_ = true;
   WaitClock idleClock_;  // idle(): the current run of idle rounds
