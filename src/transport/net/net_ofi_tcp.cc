@@ -23,12 +23,13 @@ constexpr size_t kTcpTaggedHeaderBytes = 24;
 
 // The Simple slot a NET connection over tcp gets at least: 1 MiB, 8x the default. libfabric 1.17's
 // tcp provider costs far more per message than the socket backend (polls of the endpoint's sockets
-// on every completion-queue read, the wait object's read and write per completion), so fewer, larger
-// steps pay: a 16 MiB allreduce between 2 processes made half the system calls and moved 20-40% more
-// than with 128 KiB slots (docs/lab/2026-11-27.md, "OFI/tcp: larger NET steps"). A step (whole
-// segments, at most the slot) stays within rxm's eager limit (net_ofi_lib.cc, 1 MiB), so none waits
-// for a rendezvous. It costs memory: a NET FIFO is 8 slots, 8 MiB instead of 1 MiB, on each side of
-// each connection (COLLCOMM_BUFFSIZE, when set, keeps the size the user chose).
+// on every completion-queue read, the wait object's read and write per completion), so fewer,
+// larger steps pay: a 16 MiB allreduce between 2 processes made a seventh of the sends and moved
+// half again as much as with 128 KiB slots, under load (docs/lab/2026-11-27.md, "OFI/tcp: larger
+// NET steps"). A step (whole segments, at most the slot) stays within rxm's eager limit
+// (net_ofi_lib.cc, 1 MiB), so none waits for a rendezvous. It costs memory: a NET FIFO is 8 slots,
+// 8 MiB instead of 1 MiB, on each side of each connection (COLLCOMM_BUFFSIZE, when set, keeps the
+// size the user chose).
 constexpr size_t kTcpMinSlotBytes = size_t{1} << 20;
 
 // Device `dev` when its provider is tcp (alone or under rxm), else null.
