@@ -98,10 +98,7 @@ Status agreeRingStep(ccComm* comm, Deadline deadline) {
     uint64_t simpleBytes;
     uint64_t llLines;
   };
-  // A transport may lay out larger Simple slots than the communicator asked for (transport.h
-  // fifoLayout): the connections' own steps bound the ring's.
-  Steps mine{comm->channels.empty() ? comm->fifoSizes.ring.simpleStepBytes : UINT64_MAX,
-             comm->fifoSizes.ring.llStepLines};
+  Steps mine{comm->fifoSizes.ring.simpleStepBytes, comm->fifoSizes.ring.llStepLines};
   for (const Channel& ch : comm->channels) {
     mine.simpleBytes = std::min<uint64_t>({mine.simpleBytes, ch.send.simpleStepMax, ch.recv.simpleStepMax});
     mine.llLines = std::min<uint64_t>({mine.llLines, ch.send.llStepLines, ch.recv.llStepLines});

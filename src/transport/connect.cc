@@ -65,14 +65,13 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
       return CC_ERROR(Status::kInvalidUsage,
                       "no transport can connect rank %d (host %s) with rank %d (host %s)",
                       self, me.host, peer.rank, peer.host);
-    const FifoLayout layout = t->fifoLayout != nullptr ? t->fifoLayout(r.layout) : r.layout;
     ConnDesc desc{};
-    CC_CHECK(t->createFifo(layout, me, peer, setup, r.mem, &desc));
+    CC_CHECK(t->createFifo(r.layout, me, peer, setup, r.mem, &desc));
     desc.transport = index;
-    desc.simpleStepBytes = layout.simpleStepBytes;
-    desc.simpleStepMax = static_cast<uint32_t>(stepMaxFor(*t, layout));
-    desc.llStepLines = layout.llStepLines;
-    bindFifo(*r.recv, (*r.mem)->base(), layout);
+    desc.simpleStepBytes = r.layout.simpleStepBytes;
+    desc.simpleStepMax = static_cast<uint32_t>(stepMaxFor(*t, r.layout));
+    desc.llStepLines = r.layout.llStepLines;
+    bindFifo(*r.recv, (*r.mem)->base(), r.layout);
     r.recv->simpleStepMax = desc.simpleStepMax;
     bindPeer(*r.recv, me, peer, false);
     *r.transportName = t->name;

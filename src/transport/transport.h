@@ -74,9 +74,6 @@ struct TransportOps {
   // of 64 bytes and at most its slot (NET: what the network moves without a short packet at the
   // end, net.h wholeSegmentBytes). Null: the whole slot.
   size_t (*stepMaxBytes)(const FifoLayout& layout);
-  // Receiver: the layout a FIFO of this transport gets when the communicator asks for `asked` (NET
-  // over a backend that pays a high cost per message: larger Simple slots). Null: `asked`.
-  FifoLayout (*fifoLayout)(const FifoLayout& asked) = nullptr;
   // The proxy thread moves what the sender publishes (proxy/proxy.h); the sender's executor then
   // hands large published steps over at once (SendConn::proxied).
   bool proxied = false;

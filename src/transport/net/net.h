@@ -92,10 +92,6 @@ struct NetOpsV1 {
   // segments of its MSS; a message that leaves a few bytes over costs a short segment that takes
   // as long through the stack as a full one). 0: no such size, or no preference. May be null.
   size_t (*wholeSegmentBytes)(int dev, size_t maxBytes, size_t align);
-  // The smallest Simple slot (a step's room in the FIFO) a connection over `dev` should have, for
-  // a backend whose cost per message is high enough that larger steps pay; 0: no preference.
-  // Used only where the user did not size the buffers (COLLCOMM_BUFFSIZE). May be null.
-  size_t (*minSimpleSlotBytes)(int dev);
   Status (*closeSend)(void* sendComm);
   Status (*closeRecv)(void* recvComm);
   Status (*closeListen)(void* listenComm);

@@ -66,7 +66,6 @@ const NetOpsV1 kOfiNet = {
     .farewell = ofiFarewell,
     .peerFarewell = ofiPeerFarewell,
     .wholeSegmentBytes = ofiWholeSegmentBytes,
-    .minSimpleSlotBytes = ofiMinSimpleSlotBytes,
     .closeSend = ofiCloseComm,
     .closeRecv = ofiCloseComm,
     .closeListen = ofiCloseListen,

@@ -71,8 +71,6 @@ Status deviceAt(int dev, Device** out);
 bool overTcp(const Device& d);
 // net.h wholeSegmentBytes: over tcp, the largest step that leaves in whole TCP segments; else 0.
 size_t ofiWholeSegmentBytes(int dev, size_t maxBytes, size_t align);
-// net.h minSimpleSlotBytes: over tcp, slots larger than the default (fewer, larger messages); else 0.
-size_t ofiMinSimpleSlotBytes(int dev);
 
 // ---- a comm's libfabric objects (net_ofi_endpoint.cc)
 

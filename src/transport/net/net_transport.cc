@@ -30,7 +30,6 @@
 #include <sched.h>
 #include <poll.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -41,7 +40,6 @@
 
 #include "common/futex.h"
 #include "common/log.h"
-#include "common/params.h"
 #include "proxy/proxy.h"
 #include "transport/net/net.h"
 #include "transport/transport.h"
@@ -534,17 +532,6 @@ size_t netStepMaxBytes(const FifoLayout& layout) {
   return net.wholeSegmentBytes(kNetDev, layout.simpleStepBytes, 64);
 }
 
-// A backend whose cost per message is high asks for larger Simple slots than the communicator's
-// (OFI over libfabric's tcp: docs/lab/2026-11-27.md, "OFI/tcp: larger NET steps"); a user who sized
-// the buffers (COLLCOMM_BUFFSIZE) keeps the size asked for. LL slots stay as asked.
-FifoLayout netFifoLayout(const FifoLayout& asked) {
-  const NetOpsV1& net = selectedNet();
-  if (net.minSimpleSlotBytes == nullptr || paramIsSet(Param::kBuffsize)) return asked;
-  FifoLayout layout = asked;
-  layout.simpleStepBytes = std::max(asked.simpleStepBytes, net.minSimpleSlotBytes(kNetDev) / 64 * 64);
-  return layout;
-}
-
 Status netCreateFifo(const FifoLayout& layout, const PeerInfo&, const PeerInfo& peer, const ConnSetup& setup,
                      std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
   auto conn = std::make_unique<NetConnection>(false, layout, peer, setup);
@@ -579,7 +566,6 @@ const TransportOps kNetTransport = {
     .attachFifo = netAttachFifo,
     .senderAttached = netSenderAttached,
     .stepMaxBytes = netStepMaxBytes,
-    .fifoLayout = netFifoLayout,
     .proxied = true,
 };
 

@@ -321,20 +321,6 @@ TEST_P(NetOfi, TcpNamesAStepOfWholeSegments) {
   EXPECT_EQ(net().wholeSegmentBytes(0, 64, 64), 0u) << "a step shorter than one segment needs no cut";
 }
 
-// Over tcp the backend asks for Simple slots larger than the default 128 KiB (its cost per message
-// is high), and a step of such a slot, cut to whole segments, still goes eagerly (rxm's eager limit,
-// 1 MiB, net_ofi_lib.cc; EverySizeArrivesIntact moves such messages).
-TEST_P(NetOfi, TcpAsksForLargerSlotsWithinTheEagerLimit) {
-  ASSERT_NE(net().minSimpleSlotBytes, nullptr);
-  const size_t slot = net().minSimpleSlotBytes(0);
-  EXPECT_GT(slot, size_t{128} << 10);
-  EXPECT_LE(slot, size_t{1} << 20);
-  EXPECT_EQ(slot % 64, 0u);
-  const size_t step = net().wholeSegmentBytes(0, slot, 64);
-  EXPECT_GT(step, slot / 2);
-  EXPECT_LE(step, slot);
-}
-
 // Not shm: libfabric 1.17's shm provider crashes (in pthread_spin_lock) sending to an endpoint of
 // the same process that has closed, which the goodbye of the second comm of a pair does.
 INSTANTIATE_TEST_SUITE_P(Providers, NetOfi, ::testing::Values("tcp"),
