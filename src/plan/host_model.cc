@@ -89,16 +89,26 @@ double hostEstimateCollUs(CollKind kind, Algorithm algo, Protocol protocol, size
   return k.opUs + ring.hops * k.hopUs[proto] + ring.rankBytes / k.bytesPerUs[proto];
 }
 
-Algorithm hostModelAlgorithm(CollKind kind, Protocol proto, size_t bytes, int nranks, HostLinkClass c) {
-  Algorithm best = Algorithm::kRing;
-  if (kind != CollKind::kAllReduce || nranks <= 2) return best;
-  double bestUs = hostEstimateCollUs(kind, best, proto, bytes, nranks, c);
-  for (Algorithm a : {Algorithm::kOneShot, Algorithm::kTree}) {
-    const double us = hostEstimateCollUs(kind, a, proto, bytes, nranks, c);
-    if (us < bestUs) {
-      best = a;
-      bestUs = us;
+HostModelChoice hostModelChoice(CollKind kind, size_t bytes, int nranks, HostLinkClass c, int forcedAlgo,
+                                int forcedProto) {
+  const bool algorithms = kind == CollKind::kAllReduce && nranks > 2;
+  HostModelChoice best{Algorithm::kRing, Protocol::kSimple};
+  double bestUs = -1;
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kOneShot, Algorithm::kTree}) {
+    if (forcedAlgo >= 0 ? static_cast<int>(a) != forcedAlgo : a != Algorithm::kRing && !algorithms) continue;
+    for (Protocol p : {Protocol::kSimple, Protocol::kLL}) {
+      if (forcedProto >= 0 && static_cast<int>(p) != forcedProto) continue;
+      const double us = hostEstimateCollUs(kind, a, p, bytes, nranks, c);
+      if (bestUs < 0 || us < bestUs) {
+        best = {a, p};
+        bestUs = us;
+      }
     }
+  }
+  // A forced choice the search did not cover (Direct) stays as forced.
+  if (bestUs < 0) {
+    if (forcedAlgo >= 0) best.algo = static_cast<Algorithm>(forcedAlgo);
+    if (forcedProto >= 0) best.proto = static_cast<Protocol>(forcedProto);
   }
   return best;
 }

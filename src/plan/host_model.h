@@ -1,9 +1,9 @@
 // The cost model of host communicators: how long a planned operation takes on this kind of machine,
 // from constants measured by a calibration command (perf/calibrate/host_model.sh), not taken from
 // NCCL's GPU tables. ccGroupSimulateEnd reports its sum over a group. The planner (plan/tuner.h)
-// takes the model's argmin for AllReduce across hosts (hostModelAlgorithm: Ring, OneShot, Tree);
-// elsewhere it decides by its measured thresholds, where the model lacks a term (docs/planning.md,
-// "Host communicators").
+// takes the model's argmin for AllReduce across hosts (hostModelChoice: Ring, OneShot or Tree, and
+// the protocol); elsewhere it decides by its measured thresholds, where the model lacks a term
+// (docs/planning.md, "Host communicators").
 //
 // Structure, per link class (threads of one process, processes on one host, NET) and protocol:
 //   time = per-operation cost + hand-offs x hand-off latency + bytes through one rank / throughput
@@ -44,11 +44,18 @@ double hostEstimateUs(const Plan& plan, HostLinkClass c);
 // `algo` and `proto`: what hostEstimateUs reads of a plan.
 double hostEstimateCollUs(CollKind kind, Algorithm algo, Protocol proto, size_t bytes, int nranks, HostLinkClass c);
 
-// The algorithm of least estimated time for `kind` with protocol `proto`, among those the host
-// executor runs for it without reading peers' memory: Ring; for AllReduce on more than two ranks
-// also OneShot and Tree (on two the tree is the ring's two hops with more bytes, and one-shot's
-// crossing is the tuner's measured one). A tie keeps the first of Ring, OneShot, Tree.
-Algorithm hostModelAlgorithm(CollKind kind, Protocol proto, size_t bytes, int nranks, HostLinkClass c);
+// The algorithm and protocol of least estimated time for `kind`, among those the host executor runs
+// for it without reading peers' memory: Ring; for AllReduce on more than two ranks also OneShot and
+// Tree (on two the tree is the ring's two hops with more bytes, and one-shot's crossing is the
+// tuner's measured one); Simple and LL. forcedAlgo / forcedProto (an Algorithm / Protocol value, -1:
+// choose) narrow the search to that one. A tie keeps the first of Ring, OneShot, Tree, then of
+// Simple, LL.
+struct HostModelChoice {
+  Algorithm algo;
+  Protocol proto;
+};
+HostModelChoice hostModelChoice(CollKind kind, size_t bytes, int nranks, HostLinkClass c, int forcedAlgo = -1,
+                                int forcedProto = -1);
 
 // A batch of point-to-point transfers (Send, Recv, and AlltoAll, Gather, Scatter made of them), run
 // at once: the bytes this rank sends to and receives from its peers, all of the batch's transfers.

@@ -7,8 +7,8 @@
 //   the ring's two); for two ranks over NET up to 256 KiB, where the ring's second phase costs a
 //   network round trip (more ranks on few cores lost with it, so they keep 64 KiB).
 // - AllReduce on more than two ranks across hosts: the host model's argmin of Ring, OneShot and
-//   Tree over NET (plan/host_model.h hostModelAlgorithm), with the protocol of the rule above; the
-//   thresholds stay where the model lacks a term: within one host (its rates err up to 2x from
+//   Tree, Simple and LL, over NET (plan/host_model.h hostModelChoice; what is forced is kept, and
+//   the LL rule above does not apply there); the thresholds stay where the model lacks a term: within one host (its rates err up to 2x from
 //   256 KiB, in cache and out of it, far more than the margins between the algorithms there) and
 //   for two ranks over NET (its one-shot/ring crossing falls at 48 KiB where 256 KiB was measured:
 //   one rate fitted from 256 KiB up misses the mid sizes by 40-50%). docs/planning.md.
@@ -152,10 +152,14 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
   else if (cfg.llThreshold != 0 && bytes <= cfg.llThreshold)
     plan.proto = Protocol::kLL;
   if (kind == CollKind::kAllReduce && nranks >= 2) {
-    if (cfg.forcedAlgo >= 0 && cfg.forcedAlgo != static_cast<int>(Algorithm::kDirect))
+    const bool forcedHere = cfg.forcedAlgo >= 0 && cfg.forcedAlgo != static_cast<int>(Algorithm::kDirect);
+    if (nHosts > 1 && nranks > 2) {
+      const HostModelChoice m = hostModelChoice(kind, bytes, nranks, HostLinkClass::kNet,
+                                                forcedHere ? cfg.forcedAlgo : -1, cfg.forcedProto);
+      plan.algo = m.algo;
+      plan.proto = m.proto;
+    } else if (forcedHere)
       plan.algo = static_cast<Algorithm>(cfg.forcedAlgo);
-    else if (nHosts > 1 && nranks > 2)
-      plan.algo = hostModelAlgorithm(kind, plan.proto, bytes, nranks, HostLinkClass::kNet);
     else if (bytes * static_cast<size_t>(nranks - 1) <=
              (overNet && nranks == 2 ? cfg.oneShotNetThreshold : cfg.oneShotThreshold))
       plan.algo = Algorithm::kOneShot;

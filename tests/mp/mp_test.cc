@@ -962,7 +962,8 @@ void treeLatency(int hosts) {
   if (const std::string why = lab.setUp(hosts); !why.empty()) GTEST_SKIP() << why;
   const char* env = getenv("CC_MP_BENCH_REPS");
   const int reps = env != nullptr ? std::max(1, atoi(env)) : 3;
-  // CC_MP_TREE_ALGOS: a comma-separated subset of Ring,Tree,OneShot,default (default: Ring,Tree,default).
+  // CC_MP_TREE_ALGOS: a comma-separated subset of Ring,Tree,OneShot,default (default: Ring,Tree,default);
+  // an algorithm may name a protocol too (Tree/LL).
   std::vector<std::string> algos = {"Ring", "Tree", ""};
   if (const char* list = getenv("CC_MP_TREE_ALGOS"); list != nullptr && list[0] != '\0') {
     algos.clear();
@@ -977,7 +978,10 @@ void treeLatency(int hosts) {
   for (int rep = 0; rep < reps; ++rep) {
     for (const std::string& algoName : algos) {
       const char* algo = algoName.c_str();
-      WorkerJob job("latency", hosts, {"COLLCOMM_TIMEOUT=60", std::string("COLLCOMM_ALGO=") + algo}, 150);
+      const size_t slash = algoName.find('/');
+      std::vector<std::string> env = {"COLLCOMM_TIMEOUT=60", "COLLCOMM_ALGO=" + algoName.substr(0, slash)};
+      if (slash != std::string::npos) env.push_back("COLLCOMM_PROTO=" + algoName.substr(slash + 1));
+      WorkerJob job("latency", hosts, env, 150);
       job.setLauncher(lab.launcher());
       ASSERT_EQ(job.run(), "");
       expectAllSucceeded(job, hosts);

@@ -75,6 +75,13 @@ void markGone(uint32_t* word, uint32_t state) {
   __atomic_compare_exchange_n(word, &active, state, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
+// Deregisters a comm's memory and closes it: what every end of a NET comm comes to.
+void closeComm(const NetOpsV1* net, void* comm, bool isSend, void* const (&mrs)[2]) {
+  for (void* mr : mrs)
+    if (mr != nullptr) (void)net->deregMr(comm, mr);
+  (void)(isSend ? net->closeSend(comm) : net->closeRecv(comm));
+}
+
 // The close of a receiving comm whose side left, handed from the proxy's round to after it
 // (proxyAfterRound) so that a teardown does not wait for it under the proxy's lock: it deregisters
 // the FIFO's memory and closes the comm, once, run by whichever comes first, the deferred work or
@@ -90,9 +97,7 @@ struct DeferredRecvClose {
   bool runOnce() {
     int pending = 0;
     if (!state.compare_exchange_strong(pending, 1, std::memory_order_acq_rel)) return false;
-    for (void* mr : mrs)
-      if (mr != nullptr) (void)net->deregMr(comm, mr);
-    (void)net->closeRecv(comm);
+    closeComm(net, comm, /*isSend=*/false, mrs);
     state.store(2, std::memory_order_release);
     return true;
   }
@@ -134,11 +139,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
       block_ = nullptr;
     }
     const auto t3 = Clock::now();
-    if (comm_ != nullptr) {
-      if (blockMr_ != nullptr) (void)net_->deregMr(comm_, blockMr_);
-      if (stageMr_ != nullptr) (void)net_->deregMr(comm_, stageMr_);
-      (void)(isSend_ ? net_->closeSend(comm_) : net_->closeRecv(comm_));
-    }
+    if (comm_ != nullptr) closeComm(net_, comm_, isSend_, {blockMr_, stageMr_});
     if (listen_ != nullptr) (void)net_->closeListen(listen_);
     free(block_);
     auto ms = [](Clock::time_point a, Clock::time_point b) {
