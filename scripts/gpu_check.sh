@@ -172,15 +172,21 @@ elif [ "${SKIP_TESTS:-0}" = 1 ]; then
   echo "$TEST_SUMMARY"
 elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
   # ctest knows no gpu tests here (a build copied from another path): run the binary itself, then
-  # the four-rank sweep with AllReduce forced one-shot (ctest's GpuComm.OneShotForcedMatchesHost).
+  # the four-rank sweep with AllReduce forced one-shot (ctest's GpuComm.OneShotForcedMatchesHost)
+  # and the four- and eight-rank sweeps with AllReduce forced onto the trees (ctest's
+  # GpuComm.TreeForcedMatchesHost: the tree kernel's first run on a GPU).
   (
     timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/tests/collcomm_gpu_tests"
     all=$?
     COLLCOMM_ALGO=OneShot timeout --kill-after=10 60 "$BUILD_DIR/tests/collcomm_gpu_tests" \
       --gtest_filter=GpuComm.FourRanksMatchHost
     oneShot=$?
+    COLLCOMM_ALGO=Tree timeout --kill-after=10 120 "$BUILD_DIR/tests/collcomm_gpu_tests" \
+      --gtest_filter='GpuComm.FourRanksMatchHost:GpuComm.EightRanksMatchHost'
+    tree=$?
     [ "$all" != 0 ] && exit "$all"
-    exit "$oneShot"
+    [ "$oneShot" != 0 ] && exit "$oneShot"
+    exit "$tree"
   ) 2>&1 | tee "$LOG_DIR/gpu-tests.log"
   rc=$?
   TEST_SUMMARY=$(grep -E "^\[  (PASSED|FAILED)  \]" "$LOG_DIR/gpu-tests.log" | tr '\n' ' ')
