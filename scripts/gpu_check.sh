@@ -10,7 +10,7 @@
 #
 # Environment: BUILD_DIR (build-gpu), GPU_DEVICE (0), JOBS (16), FORCE_BUILD=1 (rebuild even when
 # BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
-# tests, 180), SKIP_NCCL=1 (no NCCL latency through PyTorch), SKIP_TESTS=1, CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
+# tests, 240), SKIP_NCCL=1 (no NCCL latency through PyTorch), SKIP_TESTS=1, CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
 # COLLCOMM_TIMEOUT (20: seconds a kernel waits on a peer), RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
 # OUT (the log folder; else ./gpu-check-logs), LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
 # libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
@@ -33,7 +33,7 @@ LOG_DIR=$(cd "$LOG_DIR" && pwd)
 GPU_DEVICE=${GPU_DEVICE:-0}
 JOBS=${JOBS:-16}
 CUDA_ARCHS=${CUDA_ARCHS:-90}
-TEST_TIMEOUT=${TEST_TIMEOUT:-180}
+TEST_TIMEOUT=${TEST_TIMEOUT:-240}  # 180 before the forced-tree 4- and 8-rank sweeps (the 8-rank ring sweep: 23 s on an H200)
 RANK_COUNTS=${RANK_COUNTS:-2 4 8}
 DEADLINE=${DEADLINE:-470}  # seconds from the start by which the last perf run must end
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -172,15 +172,21 @@ elif [ "${SKIP_TESTS:-0}" = 1 ]; then
   echo "$TEST_SUMMARY"
 elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
   # ctest knows no gpu tests here (a build copied from another path): run the binary itself, then
-  # the four-rank sweep with AllReduce forced one-shot (ctest's GpuComm.OneShotForcedMatchesHost).
+  # the four-rank sweep with AllReduce forced one-shot (ctest's GpuComm.OneShotForcedMatchesHost)
+  # and the four- and eight-rank sweeps with AllReduce forced onto the trees (ctest's
+  # GpuComm.TreeForcedMatchesHost: the tree kernel's first run on a GPU).
   (
     timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/tests/collcomm_gpu_tests"
     all=$?
     COLLCOMM_ALGO=OneShot timeout --kill-after=10 60 "$BUILD_DIR/tests/collcomm_gpu_tests" \
       --gtest_filter=GpuComm.FourRanksMatchHost
     oneShot=$?
+    COLLCOMM_ALGO=Tree timeout --kill-after=10 120 "$BUILD_DIR/tests/collcomm_gpu_tests" \
+      --gtest_filter='GpuComm.FourRanksMatchHost:GpuComm.EightRanksMatchHost'
+    tree=$?
     [ "$all" != 0 ] && exit "$all"
-    exit "$oneShot"
+    [ "$oneShot" != 0 ] && exit "$oneShot"
+    exit "$tree"
   ) 2>&1 | tee "$LOG_DIR/gpu-tests.log"
   rc=$?
   TEST_SUMMARY=$(grep -E "^\[  (PASSED|FAILED)  \]" "$LOG_DIR/gpu-tests.log" | tr '\n' ' ')

@@ -296,9 +296,12 @@ bool opsNeedConnecting(ccComm* comm, const Op* ops, size_t nOps) {
   std::vector<ExecTransfer> transfers;
   for (size_t i = 0; i < nOps; ++i) {
     if (isP2pKind(ops[i].kind)) expandP2p(comm, ops[i], &transfers);
-    else if (!comm->collPeersConnected && comm->nranks > 2 &&
-             talksToEveryPeer(planOp(comm, ops[i]).algo, comm->nranks))
-      return true;
+    else if ((!comm->collPeersConnected && comm->nranks > 2) || (!comm->treesConnected && comm->nranks > 1)) {
+      const Algorithm algo = planOp(comm, ops[i]).algo;
+      if ((!comm->collPeersConnected && comm->nranks > 2 && talksToEveryPeer(algo, comm->nranks)) ||
+          (!comm->treesConnected && algo == Algorithm::kTree))
+        return true;
+    }
   }
   for (const ExecTransfer& t : transfers) {
     if (t.peer == comm->rank || t.bytes == 0) continue;

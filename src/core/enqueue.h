@@ -60,9 +60,9 @@ Status checkComm(const ccComm* comm);
 // non-blocking communicator's worker (Status::kInProgress).
 Status enqueue(ccComm* comm, const Op& op, ccStream_t stream);
 
-// Whether running `ops` would first connect to a peer (a point-to-point connection, or the
-// per-peer collective ones an algorithm that talks to every peer needs): a handshake that needs
-// the peer's call running at the same time.
+// Whether running `ops` would first connect to a peer (a point-to-point connection, the per-peer
+// collective ones an algorithm that talks to every peer needs, or the channels' tree ones): a
+// handshake that needs the peer's call running at the same time.
 bool opsNeedConnecting(ccComm* comm, const Op* ops, size_t nOps);
 
 // Makes comm->peerConns usable: on more than two ranks, the collective connections to every peer

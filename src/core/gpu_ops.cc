@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "core/op_plan.h"
+#include "core/tree_conns.h"
 #include "device/dtypes.h"
 #include "device/executor.h"
 #include "plan/tuner.h"
@@ -40,6 +41,12 @@ Status runGpuOp(ccComm* comm, const Op& op) {
     const Status s = connectAllCollPeers(comm, Deadline::afterSeconds(comm->config.timeoutSeconds));
     if (!isOk(s)) return failOp(comm, s, failure);
     coll.peers = comm->peerConns.data();
+  } else if (plan.algo == Algorithm::kTree && comm->nranks > 1) {  // over ExecColl::trees, connected on first use
+    ExecFailure failure;
+    ScopedDevice onDevice(comm->config.device);
+    const Status s = connectTrees(comm, Deadline::afterSeconds(comm->config.timeoutSeconds));
+    if (!isOk(s)) return failOp(comm, s, failure);
+    coll.trees = comm->treeLinks.data();
   }
   const Status s = comm->gpu()->run(coll, exec);
   if (!isOk(s)) (void)pollGpuFailure(comm);

@@ -68,7 +68,7 @@ struct ExecColl {
   // nranks entries (this rank's own unused), connected; set when algo talks to every peer
   // (Direct, or OneShot on more than two ranks), else null.
   const ExecPeerConn* peers = nullptr;
-  // nChannels entries, connected; set when algo is Tree (host executor only so far), else null.
+  // nChannels entries, connected; set when algo is Tree, else null.
   const TreeLinks* trees = nullptr;
 };
 

@@ -109,9 +109,15 @@ class Primitives {
         done = true;
       }
     }
-    if (!done)
-      reduceCopy(fn_, plat_.tid(), plat_.nthreads(), len, src0, pre0 && src0 != nullptr, src1, pre1 && src1 != nullptr,
-                 dst0, dst1, post);
+    if (!done) {
+      // A platform may route the step's copy through a reduceCopy of its own (CUDA's tree kernel:
+      // one out-of-line copy for all its verbs, which nvcc would otherwise compile once per verb).
+      if constexpr (requires { plat_.reduceCopy(fn_, len, src0, false, src1, false, dst0, dst1, post); })
+        plat_.reduceCopy(fn_, len, src0, pre0 && src0 != nullptr, src1, pre1 && src1 != nullptr, dst0, dst1, post);
+      else
+        reduceCopy(fn_, plat_.tid(), plat_.nthreads(), len, src0, pre0 && src0 != nullptr, src1,
+                   pre1 && src1 != nullptr, dst0, dst1, post);
+    }
     if (kRecv) Proto::releaseRecv(plat_, *recv_);
     if (kSend) Proto::postSend(plat_, *send_, out, len * sizeof(T));
   }

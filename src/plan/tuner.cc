@@ -181,11 +181,16 @@ CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, 
   constexpr size_t kBytesPerChannel = size_t{256} << 10;
   CollPlan plan{Protocol::kSimple, Algorithm::kRing, 1, false, false, false};
   // OneShot on more than two ranks (its own kernel, over per-peer connections) only when forced:
-  // nothing has measured where it pays on a GPU.
+  // nothing has measured where it pays on a GPU. Tree (its own kernel, over the channels' tree
+  // connections) likewise only when forced: its kernel has not run on a GPU yet, and a GPU
+  // communicator's ranks share one process and host, where the tree is a chain whose depth grows
+  // with the ranks (NCCL too keeps trees for crossing nodes).
   if (kind == CollKind::kAllReduce && nranks >= 2) {
     if (cfg.forcedAlgo == static_cast<int>(Algorithm::kOneShot) ||
         (cfg.forcedAlgo < 0 && nranks == 2 && bytes <= kOneShotMaxBytes))
       plan.algo = Algorithm::kOneShot;
+    else if (cfg.forcedAlgo == static_cast<int>(Algorithm::kTree))
+      plan.algo = Algorithm::kTree;
   }
   if (cfg.forcedProto >= 0) plan.proto = static_cast<Protocol>(cfg.forcedProto);
   else if (bytes <= kLlMaxBytes) plan.proto = Protocol::kLL;

@@ -100,6 +100,17 @@ struct CudaCollArgs : CollWork, CudaWaitArgs {
   CudaChannelArgs channels[kCudaMaxChannels];
 };
 
+// The tree AllReduce (tree_kernel.cuh): channel c's block runs collectives/tree_all_reduce.h over
+// trees[c], this rank's connections to its parent and children on channel c's tree (null where
+// there is none; at least one per channel when nranks > 1), device-visible, each the device copy
+// the CUDA executor keeps for one of core's tree connections (core/tree_conns.h): each thread works
+// on private copies and thread 0 writes the step counters back at the end (as CudaChannelArgs).
+// kind: AllReduce; count in elements; nChannels 1..kCudaMaxChannels.
+struct CudaTreeArgs : CollWork, CudaWaitArgs {
+  int rank;  // this rank, named when it tells its peers it left
+  TreeLinks trees[kCudaMaxChannels];
+};
+
 // One batch of point-to-point transfers for the point-to-point kernel (p2p_kernel.cu): one block
 // runs the portable engine (collectives/p2p.h) over every transfer. The transfers' buffers and
 // connections must be device-visible; each thread works on private copies of the connections and

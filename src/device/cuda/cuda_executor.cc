@@ -1,6 +1,7 @@
 // The CUDA executor (device/executor.h): a GPU communicator's channels mirrored into device
 // memory, its abort word and kernel status in mapped host memory, and one ring-kernel launch per
-// collective (one point-to-point kernel per batch of transfers) on the caller's stream.
+// collective (one point-to-point kernel per batch of transfers; the one-shot or tree kernel where
+// the plan says so) on the caller's stream.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -109,6 +110,7 @@ class CudaExecutor final : public Executor {
   Status run(const ExecColl& c, const ExecOp& op) override {
     CC_CHECK(checkNoEarlierFailure(collName(c.kind)));
     if (c.algo == Algorithm::kOneShot && nranks_ > 2) return runOneShot(c, op);
+    if (c.algo == Algorithm::kTree && nranks_ > 1) return runTree(c, op);
     if (c.algo == Algorithm::kDirect)
       return CC_ERROR(Status::kInvalidUsage, "%s on rank %d: Direct is not implemented on GPU communicators yet",
                       collName(c.kind), rank_);
@@ -153,6 +155,37 @@ class CudaExecutor final : public Executor {
     CC_CHECK(growGather(static_cast<size_t>(nranks_) * c.count * dtypeSize(c.dtype), stream));
     a.gather = gather_;
     CC_CHECK(cudaLaunchOneShot(a, stream));
+    lastStream_ = stream;
+    return kOk;
+  }
+
+  // AllReduce on the channels' trees (tree_kernel.cuh): a block per channel over device copies of
+  // the tree connections core made on the communicator's first tree collective (c.trees), made
+  // here on their first use (mirrored). Compiled, not yet run on a GPU.
+  Status runTree(const ExecColl& c, const ExecOp& op) {
+    if (c.trees == nullptr)
+      return CC_ERROR(Status::kInternalError, "%s on rank %d: a tree plan without the channels' tree connections",
+                      collName(c.kind), rank_);
+    auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
+    CudaTreeArgs a{};
+    static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
+    static_cast<CudaWaitArgs&>(a) = waitArgs();
+    a.rank = rank_;
+    a.nChannels = std::clamp(c.nChannels, 1, maxChannels_);
+    ScopedDevice on(device_);
+    std::lock_guard<std::mutex> lock(launchMu_);
+    for (int ch = 0; ch < a.nChannels; ++ch) {
+      const TreeLinks& host = c.trees[ch];
+      TreeLinks& dev = a.trees[ch];
+      if (host.toParent != nullptr) CC_CHECK(mirrored(host.toParent, &dev.toParent));
+      if (host.fromParent != nullptr) CC_CHECK(mirrored(host.fromParent, &dev.fromParent));
+      for (int k = 0; k < 2; ++k) {
+        if (host.toChild[k] != nullptr) CC_CHECK(mirrored(host.toChild[k], &dev.toChild[k]));
+        if (host.fromChild[k] != nullptr) CC_CHECK(mirrored(host.fromChild[k], &dev.fromChild[k]));
+      }
+    }
+    CC_CHECK(orderAfterLastLaunch(stream));
+    CC_CHECK(cudaLaunchTree(a, stream));
     lastStream_ = stream;
     return kOk;
   }
@@ -250,9 +283,9 @@ class CudaExecutor final : public Executor {
     return kOk;
   }
 
-  // The device copy of per-peer connection `host` (core's view of a point-to-point connection, or
-  // of a per-peer collective one, made on first use): the kernels advance its step counters there
-  // from one launch to the next, as the channels' (see mirrorChannels). Made from the host view the
+  // The device copy of per-peer connection `host` (core's view of a point-to-point connection, of
+  // a per-peer collective one, or of a tree one, made on first use): the kernels advance its step
+  // counters there from one launch to the next, as the channels' (see mirrorChannels). Made from the host view the
   // first time the connection is used, which is before any kernel has moved a step on it. Never a
   // ring channel's connection, whose copy mirrorChannels made (two copies would each count steps).
   // Allocated in stream order: a peer's kernel may already spin on this rank, and a plain
@@ -353,7 +386,7 @@ class CudaExecutor final : public Executor {
   void* deviceConns_ = nullptr;  // SendConn[nChannels], RecvConn[nChannels], int[nChannels][nranks]
   std::vector<int> ringPos_;
   std::vector<uint32_t*> ownStates_;  // this rank's PeerState words, in device memory
-  std::unordered_map<const void*, void*> p2pMirrors_;  // a per-peer SendConn/RecvConn: its device copy
+  std::unordered_map<const void*, void*> p2pMirrors_;  // a per-peer or tree SendConn/RecvConn: its device copy
   void* gather_ = nullptr;  // the one-shot's gather buffer (growGather)
   size_t gatherBytes_ = 0;
   cudaStream_t ctrlStream_ = nullptr;

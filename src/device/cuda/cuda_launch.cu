@@ -1,5 +1,6 @@
 // Host side of the CUDA executor: argument checks, the (collective, dtype, op, protocol) ->
-// kernel dispatch over the kernel table's shards, the launch, and the sentence for a failed kernel.
+// kernel dispatch over the kernel table's shards (ring kernels, and the tree AllReduce's), the
+// launch, and the sentence for a failed kernel.
 #include <cuda_runtime.h>
 
 #include <array>
@@ -20,6 +21,12 @@ constexpr std::array<ShardLookup, sizeof...(kShards)> shardLookups(std::integer_
   return {&cudaKernelShardLookup<kShards>...};
 }
 constexpr auto kShardLookups = shardLookups(std::make_integer_sequence<int, kCudaKernelShards>{});
+
+template <int... kShards>
+constexpr std::array<ShardLookup, sizeof...(kShards)> treeShardLookups(std::integer_sequence<int, kShards...>) {
+  return {&cudaTreeKernelShardLookup<kShards>...};
+}
+constexpr auto kTreeShardLookups = treeShardLookups(std::make_integer_sequence<int, kCudaKernelShards>{});
 
 }  // namespace
 
@@ -71,6 +78,48 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
   return kOk;
 }
 
+Status cudaLaunchTree(const CudaTreeArgs& in, struct CUstream_st* stream) {
+  const int op = static_cast<int>(in.op.kind);
+  if (in.kind != CollKind::kAllReduce || dtypeSize(in.dtype) == 0 || op < 0 || op >= kRedOpKindCount ||
+      (in.proto != Protocol::kSimple && in.proto != Protocol::kLL) || in.nChannels < 1 ||
+      in.nChannels > kCudaMaxChannels || !cudaWaitArgsOk(in) || in.nranks < 1) {
+    return CC_ERROR(Status::kInvalidArgument,
+                    "CUDA launch of the tree %s (type %d, reduction %d, protocol %d) with %d channels of %d threads on "
+                    "%d ranks (status %p): the tree runs AllReduce of a known type, reduction and protocol, channels "
+                    "must be 1..%d, threads a multiple of 32 in %d..%d, and a status word is required",
+                    collName(in.kind), static_cast<int>(in.dtype), op, static_cast<int>(in.proto), in.nChannels,
+                    in.nthreads, in.nranks, static_cast<void*>(in.status), kCudaMaxChannels, kCudaMinThreads,
+                    kCudaMaxThreads);
+  }
+  for (int c = 0; c < in.nChannels && in.nranks > 1; ++c) {
+    const TreeLinks& l = in.trees[c];
+    if (l.toParent == nullptr && l.toChild[0] == nullptr)
+      return CC_ERROR(Status::kInvalidArgument,
+                      "CUDA launch of the tree AllReduce on rank %d: channel %d has neither a parent nor a child",
+                      in.rank, c);
+    if ((l.toParent == nullptr) != (l.fromParent == nullptr) ||
+        (l.toChild[0] == nullptr) != (l.fromChild[0] == nullptr) ||
+        (l.toChild[1] == nullptr) != (l.fromChild[1] == nullptr))
+      return CC_ERROR(Status::kInvalidArgument,
+                      "CUDA launch of the tree AllReduce on rank %d: channel %d joins a tree peer one way only",
+                      in.rank, c);
+  }
+  const int index = cudaTreeKernelIndex(in.dtype, in.op.kind, in.proto);
+  const void* kernel = kTreeShardLookups[index % kCudaKernelShards](index);
+  if (kernel == nullptr)
+    return CC_ERROR(Status::kInternalError, "the CUDA executor has no tree AllReduce kernel for (%s, %s, %s)",
+                    dtypeName(in.dtype), redOpKindName(in.op.kind), protocolName(in.proto));
+  CudaTreeArgs args = in;
+  void* params[] = {&args};
+  const cudaError_t err = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(args.nChannels)),
+                                           dim3(static_cast<unsigned>(args.nthreads)), params, 0, stream);
+  if (err != cudaSuccess)
+    return CC_ERROR(Status::kCudaError, "launching the CUDA tree AllReduce kernel (%s, %s, %s, %d channels) failed: %s",
+                    dtypeName(args.dtype), redOpKindName(args.op.kind), protocolName(args.proto), args.nChannels,
+                    cudaGetErrorString(err));
+  return kOk;
+}
+
 Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
@@ -87,13 +136,16 @@ Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
     return kOk;
   }
   int least = 1 << 30;
-  // The ring table's kernels (several blocks each: the least of their blocks per SM bounds the
-  // channels) and then the one-block kernels, which are only loaded.
+  // The ring and tree tables' kernels (a block per channel: the least of their blocks per SM
+  // bounds the channels) and then the one-block kernels, which are only loaded.
   std::vector<const void*> kernels;
   for (int index = 0; index < kCudaKernelCount; ++index)
     if (const void* kernel = kShardLookups[index % kCudaKernelShards](index); kernel != nullptr)
       kernels.push_back(kernel);
-  const size_t ringKernels = kernels.size();
+  for (int index = 0; index < kCudaTreeKernelCount; ++index)
+    if (const void* kernel = kTreeShardLookups[index % kCudaKernelShards](index); kernel != nullptr)
+      kernels.push_back(kernel);
+  const size_t channelKernels = kernels.size();
   cudaP2pKernels(&kernels);
   cudaOneShotKernels(&kernels);
   cudaDirectKernels(&kernels);
@@ -108,7 +160,7 @@ Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
                       "loading collcomm's CUDA kernels on device %d failed: %s (was the library built for this GPU's "
                       "architecture? COLLCOMM_CUDA_ARCHS)",
                       device, cudaGetErrorString(err));
-    if (index < ringKernels && blocks < least) least = blocks;
+    if (index < channelKernels && blocks < least) least = blocks;
   }
   prepared[device][0] = nthreads;
   prepared[device][1] = least;

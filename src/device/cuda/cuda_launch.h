@@ -20,6 +20,14 @@ namespace collcomm::detail {
 // kCudaError when the launch itself fails. Control tier; thread-safe.
 Status cudaLaunchCollective(const CudaCollArgs& args, struct CUstream_st* stream);
 
+// Queues the tree AllReduce kernel for (args.dtype, args.op.kind, args.proto) (tree_kernel.cuh: a
+// block per channel runs collectives/tree_all_reduce.h over args.trees) on `stream` with
+// args.nChannels blocks of args.nthreads threads, and returns without waiting; status and
+// pointers as cudaLaunchCollective. Errors (nothing queued): kInvalidArgument outside
+// CudaTreeArgs' contract, kCudaError when the launch fails. The CUDA executor's runTree calls it.
+// Compiled, not yet run on a GPU. Control tier; thread-safe.
+Status cudaLaunchTree(const CudaTreeArgs& args, struct CUstream_st* stream);
+
 // Queues the point-to-point kernel (p2p_kernel.cu: one block runs collectives/p2p.h over the
 // batch) on `stream` and returns without waiting; status and pointers as cudaLaunchCollective.
 // Errors (nothing queued): kInvalidArgument outside CudaP2pArgs' contract, kInvalidUsage when the
@@ -51,7 +59,7 @@ void cudaDirectKernels(std::vector<const void*>* out);
 // opName and rank name the operation in the sentence. Control tier.
 Status cudaKernelResult(const CudaKernelStatus& status, const char* opName, int rank);
 
-// Loads every kernel of the table and of the other launchers on the current device (so that no
+// Loads every kernel of the tables (ring and tree) and of the other launchers on the current device (so that no
 // launch waits for lazy module loading, which synchronises the context, while a peer's kernel spins) and returns how many blocks of `nthreads` threads of the
 // most demanding kernel one SM holds at once. Once per device per process; thread-safe. Setup tier.
 Status cudaPrepareKernels(int nthreads, int* blocksPerSm);

@@ -10,6 +10,9 @@
 //   sendStaging(), recvStaging()             kMaxLlStepPayload bytes each, for LL
 //   peerPointer, readPeer, writePeer         a peer's memory, for Direct (collectives/direct.h):
 //                                            pointers as they are, ranks of one process only
+// Optional, for Primitives: reduceCopy(fn, n, src0, pre0, src1, pre1, dst0, dst1, post), a step's
+// copy of the platform's own (CudaTreePlatform in tree_kernel.cuh: out of line); without it a step
+// inlines the free reduceCopy (reduce_copy.h), as the ring kernels do.
 //
 // Memory model: peers may be other GPUs or the host, so flag accesses are system scope
 // (cuda::atomic_ref<uint64_t, thread_scope_system>: ld.acquire.sys / st.release.sys and their

@@ -1,4 +1,5 @@
-// The CUDA kernel table: where the kernel for (collective, dtype, reduction, protocol) is found.
+// The CUDA kernel table: where the kernel for (collective, dtype, reduction, protocol) is found,
+// and the tree AllReduce's for (dtype, reduction, protocol).
 //
 // Every entry is instantiated in kernel_shard.cu from CC_COLL_LIST and the (type, reduction) walk
 // of kernel_pairs.h: the reducing collectives for every dtype x reduction x protocol, the
@@ -47,10 +48,22 @@ constexpr int cudaKernelIndex(CollKind k, ccDataType_t d, RedOpKind o, Protocol 
          static_cast<int>(p);
 }
 
+// The tree AllReduce kernels (tree_kernel.cuh), every dtype x reduction x protocol as the ring
+// AllReduce: a table of their own, spread over the same shards by the same rule (index i in shard
+// i % kCudaKernelShards), so each shard compiles a few beside its ring kernels.
+inline constexpr int kCudaTreeKernelCount = ccNumTypes * kRedOpKindCount * kProtocolCount;
+
+constexpr int cudaTreeKernelIndex(ccDataType_t d, RedOpKind o, Protocol p) {
+  return (static_cast<int>(d) * kRedOpKindCount + static_cast<int>(o)) * kProtocolCount + static_cast<int>(p);
+}
+
 // Defined by shard kShard (kernel_shard.cu, compiled once per shard): the host-side handle
 // (for cudaLaunchKernel) of the kernel at `index`, which must belong to this shard; null where
 // the table has no kernel. Thread-safe; the first call builds the shard's table.
 template <int kShard>
 const void* cudaKernelShardLookup(int index);
+// The same for the tree AllReduce kernel at cudaTreeKernelIndex `index`.
+template <int kShard>
+const void* cudaTreeKernelShardLookup(int index);
 
 }  // namespace collcomm::detail

@@ -314,6 +314,30 @@ TEST(Planner, GpuOneShotBeyondTwoRanksOnlyWhenForced) {
   EXPECT_EQ(planGpuCollective(cfg, CollKind::kReduceScatter, 1024, 4, 32).algo, Algorithm::kRing);
 }
 
+// GPU communicators run AllReduce on the trees (its own kernel, over the channels' tree
+// connections) only when forced, on two ranks or more and at any size, with the protocol and
+// channels the size asks for; the other kinds stay on rings.
+TEST(Planner, GpuTreeOnlyWhenForced) {
+  TunerConfig cfg = loaded();
+  for (int n : {2, 4, 8})
+    for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{256} << 20})
+      EXPECT_NE(planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32).algo, Algorithm::kTree)
+          << n << " ranks, " << bytes << " bytes";
+  cfg.forcedAlgo = static_cast<int>(Algorithm::kTree);
+  for (int n : {2, 4, 8})
+    for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{256} << 20}) {
+      const CollPlan p = planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32);
+      const CollPlan ring = planGpuCollective(TunerConfig{}, CollKind::kAllReduce, bytes, 4, 32);
+      EXPECT_EQ(p.algo, Algorithm::kTree) << n << " ranks, " << bytes << " bytes";
+      EXPECT_FALSE(talksToEveryPeer(p.algo, n));
+      EXPECT_EQ(p.proto, ring.proto) << bytes << " bytes";
+      EXPECT_EQ(p.nChannels, ring.nChannels) << bytes << " bytes";
+    }
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, 1024, 1, 32).algo, Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kReduceScatter, 1024, 4, 32).algo, Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kBroadcast, 1024, 4, 32).algo, Algorithm::kRing);
+}
+
 TEST(Oversubscription, RanksAgainstTheCpusTheyMayUse) {
   // Two ranks pinned to two cores: fine. Four unpinned on two: oversubscribed.
   EXPECT_FALSE(hostOversubscribed({rankOn(1, {0}), rankOn(1, {1})}, 0));
