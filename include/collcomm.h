@@ -193,6 +193,21 @@ ccResult_t ccRedOpCreatePreMulSum(ccRedOp_t* op, void* scalar, ccDataType_t data
                                   ccComm_t comm);
 ccResult_t ccRedOpDestroy(ccRedOp_t op, ccComm_t comm);
 
+/* Memory for communication buffers (NCCL's ncclMemAlloc/ncclMemFree): *ptr gets size bytes of the
+ * CUDA device current on the calling thread, or, where there is none (a build without CUDA, no
+ * usable device), page-aligned host memory. size 0 gives *ptr = NULL. ccMemFree takes only what
+ * ccMemAlloc gave (or NULL, which it ignores); anything else is ccInvalidArgument. */
+ccResult_t ccMemAlloc(void** ptr, size_t size);
+ccResult_t ccMemFree(void* ptr);
+/* Registers [buff, buff + size) with comm (NCCL's ncclCommRegister); *handle names the registration
+ * for ccCommDeregister. On a GPU communicator buff must be memory of its device. A registration is
+ * a hint: operations on buffers that are not registered run the same, and today none runs
+ * differently on registered ones. Registrations end with ccCommDeregister or with the
+ * communicator. ccInvalidArgument, with a sentence: NULL buff or handle, size 0, another device's
+ * memory; a handle that is not a live registration of comm. */
+ccResult_t ccCommRegister(const ccComm_t comm, void* buff, size_t size, void** handle);
+ccResult_t ccCommDeregister(const ccComm_t comm, void* handle);
+
 ccResult_t ccReduce(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, ccRedOp_t op, int root,
                     ccComm_t comm, ccStream_t stream);
 ccResult_t ccBroadcast(const void* sendbuff, void* recvbuff, size_t count, ccDataType_t datatype, int root,

@@ -23,10 +23,9 @@
 
 #include "collcomm.h"
 
-/* The NCCL API level this header provides: NCCL 2.18's (the last release before
- * ncclCommRegister and ncclMemAlloc, which collcomm does not have), plus the later ncclAlltoAll,
- * ncclGather, ncclScatter and the fp8 types. Code that tests NCCL_VERSION_CODE for newer features
- * keeps to what exists here. */
+/* The NCCL API level this header provides: NCCL 2.18's, plus the later ncclCommRegister,
+ * ncclCommDeregister, ncclMemAlloc, ncclMemFree, ncclAlltoAll, ncclGather, ncclScatter and the fp8
+ * types. Code that tests NCCL_VERSION_CODE for newer features keeps to what exists here. */
 #define NCCL_MAJOR 2
 #define NCCL_MINOR 18
 #define NCCL_PATCH 0
@@ -126,6 +125,10 @@ static inline ncclResult_t ncclGetVersion(int* version) {
 #define ncclCommUserRank ccCommUserRank
 #define ncclRedOpCreatePreMulSum ccRedOpCreatePreMulSum
 #define ncclRedOpDestroy ccRedOpDestroy
+#define ncclMemAlloc ccMemAlloc
+#define ncclMemFree ccMemFree
+#define ncclCommRegister ccCommRegister
+#define ncclCommDeregister ccCommDeregister
 #define ncclReduce ccReduce
 #define ncclBcast ccBcast
 #define ncclBroadcast ccBroadcast

@@ -77,6 +77,12 @@ struct UserRedOp {
   const void* scalarPtr = nullptr;  // scalar read when each operation starts
 };
 
+// A buffer registered by ccCommRegister; its address is the handle the user gets.
+struct UserRegistration {
+  void* buff = nullptr;
+  size_t size = 0;
+};
+
 // Sizes of the connection FIFOs.
 struct FifoSizes {
   FifoLayout ring;
@@ -134,6 +140,8 @@ struct ccComm {
   // The executor of a GPU communicator; null on host communicators (and before init made it).
   collcomm::detail::Executor* gpu() const { return config.device >= 0 ? executor.get() : nullptr; }
   std::vector<collcomm::detail::UserRedOp> userOps;
+  // Live ccCommRegister registrations; each handle is the address of its entry.
+  std::vector<std::unique_ptr<collcomm::detail::UserRegistration>> registrations;
   collcomm::detail::FifoSizes fifoSizes;
   collcomm::detail::TunerConfig tuner;
   // Far operations' FIFO steps streamed or not, by what each way took (plan/step_stream_choice.h).

@@ -1,5 +1,6 @@
 // The CUDA executor's makers in a build without CUDA (COLLCOMM_CUDA=OFF, or no nvcc): a GPU
 // communicator is refused with a sentence, never quietly given a host one.
+#include "device/device_memory.h"
 #include "device/executor.h"
 
 namespace collcomm::detail {
@@ -11,6 +12,17 @@ Status checkCudaDevice(int device, const char* what) {
                   "unset) for a host communicator, which takes host pointers",
                   what, device, device);
 }
+
+Status cudaAllocOnCurrentDevice(size_t, void** ptr) {
+  *ptr = nullptr;
+  return kOk;
+}
+
+Status cudaFreeDeviceMemory(void*) {
+  return CC_ERROR(Status::kInternalError, "device memory to free in a build without CUDA");
+}
+
+bool cudaPointerIsOnDevice(const void*, int) { return false; }
 
 ScopedDevice::ScopedDevice(int) {}
 ScopedDevice::~ScopedDevice() = default;

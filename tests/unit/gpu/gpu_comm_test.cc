@@ -499,6 +499,61 @@ TEST(GpuComm, RefusesHostMemoryAndMixedStreams) {
   });
 }
 
+// ccMemAlloc gives device memory of the current device; buffers from it, registered, carry an
+// AllReduce of two ranks exactly; host memory cannot be registered with a GPU communicator.
+TEST(GpuComm, MemAllocAndRegisteredBuffers) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(120, [] {
+    CUDA_OK(cudaSetDevice(0));
+    constexpr size_t kCount = 4096;
+    std::vector<ccComm_t> comms(2);
+    const int devs[2] = {0, 0};
+    CC_OK(ccCommInitAll(comms.data(), 2, devs));
+    std::vector<const void*> send(2);
+    std::vector<void*> recv(2), handles(4, nullptr);
+    std::vector<cudaStream_t> streams(2);
+    std::vector<float> in(kCount);
+    for (int r = 0; r < 2; ++r) {
+      void* s = nullptr;
+      CC_OK(ccMemAlloc(&s, kCount * sizeof(float)));
+      CC_OK(ccMemAlloc(&recv[r], kCount * sizeof(float)));
+      cudaPointerAttributes attr{};
+      CUDA_OK(cudaPointerGetAttributes(&attr, s));
+      EXPECT_EQ(attr.type, cudaMemoryTypeDevice);
+      EXPECT_EQ(attr.device, 0);
+      for (size_t i = 0; i < kCount; ++i) in[i] = static_cast<float>((r + 1) * (i % 5));
+      CUDA_OK(cudaMemcpy(s, in.data(), kCount * sizeof(float), cudaMemcpyHostToDevice));
+      send[r] = s;
+      CC_OK(ccCommRegister(comms[r], s, kCount * sizeof(float), &handles[2 * r]));
+      CC_OK(ccCommRegister(comms[r], recv[r], kCount * sizeof(float), &handles[2 * r + 1]));
+      CUDA_OK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
+    }
+    std::vector<float> host(kCount);
+    void* refused = &refused;
+    EXPECT_EQ(ccCommRegister(comms[0], host.data(), host.size() * sizeof(float), &refused), ccInvalidArgument);
+    EXPECT_NE(std::string(ccGetLastError(comms[0])).find("not memory of CUDA device 0"), std::string::npos)
+        << ccGetLastError(comms[0]);
+    EXPECT_EQ(refused, nullptr);
+    const std::vector<ccRedOp_t> ops = {ccSum, ccSum};
+    std::string why;
+    ASSERT_EQ(runGroup(Coll::kAllReduce, comms, send, recv, kCount, ccFloat32, ops, 0, &streams, &why), ccSuccess)
+        << why;
+    for (int r = 0; r < 2; ++r) {
+      CUDA_OK(cudaStreamSynchronize(streams[r]));
+      CUDA_OK(cudaMemcpy(host.data(), recv[r], kCount * sizeof(float), cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(host[i], static_cast<float>(3 * (i % 5))) << "rank " << r;
+    }
+    for (int r = 0; r < 2; ++r) {
+      CC_OK(ccCommDeregister(comms[r], handles[2 * r]));
+      CC_OK(ccCommDeregister(comms[r], handles[2 * r + 1]));
+      CC_OK(ccMemFree(const_cast<void*>(send[r])));
+      CC_OK(ccMemFree(recv[r]));
+      cudaStreamDestroy(streams[r]);
+      CC_OK(ccCommDestroy(comms[r]));
+    }
+  });
+}
+
 // ccCommDescribePlan on a GPU communicator: the GPU planner's choices, as its launches make them
 // (plan/tuner.cc planGpuCollective: OneShot with LL for a small two-rank AllReduce; Ring with
 // Simple and several channels for a large one), on the channels' rings.
