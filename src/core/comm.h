@@ -131,6 +131,9 @@ struct ccComm {
   std::vector<collcomm::detail::TreeConns> treeConns;
   std::vector<collcomm::detail::TreeLinks> treeLinks;
   bool treesConnected = false;
+  // GPU communicators: the most of its ranks that one device runs (all its ranks are threads of one
+  // process), the same on every rank, as the plans and channel budgets that depend on it must be.
+  int mostRanksOnADevice = 1;
   // Whether every rank can read every rank's memory, and how (transport/cma/cma_probe.h).
   collcomm::detail::DirectReach directReach = collcomm::detail::DirectReach::kNone;
   // What runs this communicator's operations (device/executor.h): the host executor, or on a GPU

@@ -146,9 +146,8 @@ ExecSetup executorSetup(ccComm* comm) {
   setup.rank = comm->rank;
   setup.nranks = comm->nranks;
   setup.timeoutSeconds = comm->config.timeoutSeconds;
+  setup.mostRanksOnADevice = comm->mostRanksOnADevice;
   const PeerInfo& me = comm->peers[comm->rank];
-  for (const PeerInfo& p : comm->peers)
-    if (p.processToken == me.processToken && p.device == me.device) ++setup.ranksOnDevice;
   for (Channel& ch : comm->channels) setup.channels.push_back({&ch.send, &ch.recv, ch.ringRanks.data(), ch.ringPos});
   setup.abortFlag = &comm->abortFlag;
   setup.hostNames = comm->hostNames.data();
@@ -282,8 +281,14 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   if (!paramIsSet(Param::kSpinCount) && hostOversubscribed(comm->peers, rank, /*threadsPerProcess=*/1))
     comm->netSpinCount = 0;
   const bool gpu = config.device >= 0;
-  if (gpu) CC_CHECK(checkGpuJob(comm));
-  CC_CHECK(connectRings(comm, gpu && !config.channelsGiven ? kGpuDefaultChannels : config.minChannels, deadline));
+  if (gpu) {
+    CC_CHECK(checkGpuJob(comm));
+    comm->mostRanksOnADevice = mostRanksOnOneDevice(comm->peers);
+  }
+  CC_CHECK(connectRings(comm,
+                        gpu ? gpuChannelsToConnect(config.channelsGiven, config.minChannels, config.maxChannels)
+                            : config.minChannels,
+                        deadline));
   CC_CHECK(agreeRingStep(comm, deadline));
   if (comm->usesNet && comm->netSpinCount != comm->spinCount)
     CC_INFO(kSubsysInit,

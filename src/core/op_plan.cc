@@ -23,6 +23,7 @@ void makeShape(ccComm* comm) {
   s.rings = p.rings.data();
   s.trees = p.trees.size() == p.rings.size() ? p.trees.data() : nullptr;
   s.maxGpuChannels = comm->gpu() ? comm->gpu()->maxChannels() : 0;
+  s.gpuSharedDevice = comm->gpu() != nullptr && comm->mostRanksOnADevice > 1;
   s.reach = comm->directReach;
   std::vector<uint64_t> hosts;
   for (const PeerInfo& peer : comm->peers)

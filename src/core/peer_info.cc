@@ -109,4 +109,13 @@ bool hostOversubscribed(const std::vector<PeerInfo>& peers, int rank, int thread
   return distinctCpus > 0 && threads > distinctCpus;
 }
 
+int mostRanksOnOneDevice(const std::vector<PeerInfo>& peers) {
+  int most = 1;
+  for (const PeerInfo& p : peers) {
+    const auto same = [&](const PeerInfo& q) { return q.processToken == p.processToken && q.device == p.device; };
+    most = std::max(most, static_cast<int>(std::count_if(peers.begin(), peers.end(), same)));
+  }
+  return most;
+}
+
 }  // namespace collcomm::detail

@@ -119,7 +119,9 @@ struct ExecSetup {
   int device;
   int rank;
   int nranks;
-  int ranksOnDevice;  // ranks of this process on the same device (their kernels must run at once)
+  // The most of the communicator's ranks on one device (their kernels must run at once): each
+  // rank's share of the device's blocks, the same on every rank so that their plans agree.
+  int mostRanksOnADevice;
   int timeoutSeconds;
   std::vector<ExecChannel> channels;
   // Host executor only.

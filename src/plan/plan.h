@@ -45,6 +45,8 @@ struct PlanShape {
   const PlanRing* rings = nullptr;  // nChannels of them
   const PlanTree* trees = nullptr;  // nChannels of them (host communicators)
   int maxGpuChannels = 0;
+  // GPU: some device runs more than one of the communicator's ranks (ccComm::mostRanksOnADevice).
+  bool gpuSharedDevice = false;
   DirectReach reach = DirectReach::kNone;
   bool overNet = false;
   // Hosts the communicator's ranks are on (PeerInfo::hostHash): the same on every rank, unlike
@@ -102,7 +104,8 @@ inline Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& s
   const size_t elem = dtypeSize(op.dtype);
   const size_t bytes = op.count * elem * (perRank ? static_cast<size_t>(shape.nranks) : 1);
   Plan p{};
-  static_cast<CollPlan&>(p) = shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels)
+  static_cast<CollPlan&>(p) = shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels,
+                                                                      shape.gpuSharedDevice)
                                         : planCollective(cfg, op.kind, bytes, shape.nranks, shape.nChannels,
                                                          shape.reach, shape.overNet, shape.nHosts);
   p.kind = op.kind;

@@ -171,20 +171,27 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
 
 namespace collcomm::detail {
 
-// The GPU thresholds are NCCL's orders of magnitude, not yet our measurements: LL (one flag per
-// 4-byte word, no handshake per step) wins while a message is latency-bound, up to tens of KiB;
-// one channel moves about 256 KiB per step round, so a channel per 256 KiB keeps every block busy
-// without making small messages wait on many blocks.
-CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int maxChannels) {
-  constexpr size_t kLlMaxBytes = size_t{64} << 10;
-  constexpr size_t kOneShotMaxBytes = size_t{64} << 10;
+// With one rank per device the thresholds are NCCL's orders of magnitude, not yet our
+// measurements: LL (one flag per 4-byte word, no handshake per step) wins while a message is
+// latency-bound, up to tens of KiB. Where ranks share a device they are measured (an H200, 2, 4
+// and 8 ranks, AllReduce 8 B to 16 MiB with each choice forced, docs/lab/2026-11-27.md): Simple
+// was within 5% of LL up to 8 KiB and ahead beyond (2 ranks 128 KiB: 12 us against 104; 8 ranks'
+// LL at 512 KiB did not finish 60 operations in 20 s), and the two-rank one-shot beat the ring up
+// to 128 KiB (12.3 against 14.9 us) and tied at 512 KiB. One channel moves about 256 KiB per step
+// round, so a channel per 256 KiB keeps every block busy without making small messages wait on
+// many blocks.
+CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int maxChannels,
+                           bool sharedDevice) {
+  constexpr size_t kLlMaxBytes = size_t{64} << 10;  // one rank per device only
+  const size_t kOneShotMaxBytes = sharedDevice ? size_t{256} << 10 : size_t{64} << 10;
   constexpr size_t kBytesPerChannel = size_t{256} << 10;
   CollPlan plan{Protocol::kSimple, Algorithm::kRing, 1, false, false, false};
   // OneShot on more than two ranks (its own kernel, over per-peer connections) only when forced:
-  // nothing has measured where it pays on a GPU. Tree (its own kernel, over the channels' tree
-  // connections) likewise only when forced: its kernel has not run on a GPU yet, and a GPU
-  // communicator's ranks share one process and host, where the tree is a chain whose depth grows
-  // with the ranks (NCCL too keeps trees for crossing nodes).
+  // on ranks sharing an H200 it lost to the ring at every size (4 ranks, 8 B: 80 us against 32).
+  // Tree (its own kernel, over the channels' tree connections) likewise: there 46 against 32 us at
+  // 8 B and 145 against 54 at 2 MiB, and a GPU communicator's ranks share one process and host,
+  // where the tree is a chain whose depth grows with the ranks (NCCL too keeps trees for crossing
+  // nodes).
   if (kind == CollKind::kAllReduce && nranks >= 2) {
     if (cfg.forcedAlgo == static_cast<int>(Algorithm::kOneShot) ||
         (cfg.forcedAlgo < 0 && nranks == 2 && bytes <= kOneShotMaxBytes))
@@ -193,7 +200,7 @@ CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, 
       plan.algo = Algorithm::kTree;
   }
   if (cfg.forcedProto >= 0) plan.proto = static_cast<Protocol>(cfg.forcedProto);
-  else if (bytes <= kLlMaxBytes) plan.proto = Protocol::kLL;
+  else if (!sharedDevice && bytes <= kLlMaxBytes) plan.proto = Protocol::kLL;
   const size_t wanted = (bytes + kBytesPerChannel - 1) / kBytesPerChannel;
   plan.nChannels = static_cast<int>(std::clamp<size_t>(wanted, 1, static_cast<size_t>(std::max(maxChannels, 1))));
   return plan;

@@ -87,12 +87,23 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
                         DirectReach reach = DirectReach::kNone, bool overNet = false, int nHosts = 1);
 
 // A GPU communicator's collective: ring (OneShot for small two-rank AllReduce, and on any number of
-// ranks when forced), LL for small messages, channels growing with the size up to maxChannels
-// (what the device holds at once).
-// COLLCOMM_PROTO and COLLCOMM_ALGO (Ring, OneShot) force choices as on the host. First cut, not
-// yet measured: tuner.cc says where each number comes from.
+// ranks when forced), channels growing with the size up to maxChannels (what the device holds at
+// once). Where ranks share a device (sharedDevice: the same on every rank) the choices are the ones
+// measured there, on an H200: Simple at every size. With one rank per device they are not yet
+// measured: LL for small messages, NCCL's orders of magnitude. COLLCOMM_PROTO and COLLCOMM_ALGO
+// (Ring, OneShot, Tree) force choices as on the host. tuner.cc says where each number comes from.
 inline constexpr int kGpuDefaultChannels = 32;  // rings a GPU communicator connects unless told
-CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int maxChannels);
+CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int maxChannels,
+                           bool sharedDevice);
+
+// The rings a GPU communicator connects: kGpuDefaultChannels, within COLLCOMM_MIN_NCHANNELS and
+// COLLCOMM_MAX_NCHANNELS (or the config's) when the user gave either (channelsGiven).
+inline int gpuChannelsToConnect(bool channelsGiven, int minChannels, int maxChannels) {
+  if (!channelsGiven) return kGpuDefaultChannels;
+  return kGpuDefaultChannels < minChannels ? minChannels
+         : kGpuDefaultChannels > maxChannels ? maxChannels
+                                             : kGpuDefaultChannels;
+}
 
 // Whether `algo` talks to every peer over per-peer connections (Direct; OneShot on more than two
 // ranks) rather than along the channels' rings.

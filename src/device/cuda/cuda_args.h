@@ -76,8 +76,8 @@ struct CudaWaitArgs {
   uint64_t timeoutNs;
   CudaKernelStatus* status;  // required
   // Simple-protocol waits (a step's head or tail, the same word for the whole block): false, every
-  // thread polls it; true, thread 0 polls and the block meets it at a barrier
-  // (COLLCOMM_GPU_POLLERS=1; an experiment, cuda_platform.cuh waitUniform).
+  // thread polls it (COLLCOMM_GPU_POLLERS=0); true, thread 0 polls and the block meets it at a
+  // barrier (the default; cuda_platform.cuh waitUniform says why).
   bool onePoller;
 };
 

@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -53,18 +55,19 @@ class CudaExecutor final : public Executor {
     rank_ = s.rank;
     nranks_ = s.nranks;
     timeoutNs_ = static_cast<uint64_t>(s.timeoutSeconds) * 1000000000ull;
-    onePoller_ = paramInt(Param::kGpuPollers) == 1;
+    onePoller_ = paramInt(Param::kGpuPollers) != 0;
     ScopedDevice on(device_);
     int blocksPerSm = 0, sms = 0;
     CC_CHECK(cudaPrepareKernels(kThreads, &blocksPerSm));
     CC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
-    const int ranksOnDevice = std::max(1, s.ranksOnDevice);
+    const int ranksOnDevice = std::max(1, s.mostRanksOnADevice);
     maxChannels_ = std::min<int>({kCudaMaxChannels, static_cast<int>(s.channels.size()),
                                   blocksPerSm * sms / ranksOnDevice});
     if (maxChannels_ < 1 && nranks_ > 1)
       return CC_ERROR(Status::kInvalidUsage,
-                      "rank %d: %d ranks share CUDA device %d, which holds %d blocks of the ring kernel at once (%d "
-                      "SMs x %d): their kernels could not all run together; use fewer ranks per GPU",
+                      "rank %d: up to %d ranks of this communicator share one CUDA device, and device %d holds %d "
+                      "blocks of the ring kernel at once (%d SMs x %d): their kernels could not all run together; "
+                      "use fewer ranks per GPU",
                       rank_, ranksOnDevice, device_, blocksPerSm * sms, sms, blocksPerSm);
     maxChannels_ = std::max(maxChannels_, 1);
     CC_CUDA_CHECK(cudaStreamCreateWithFlags(&ctrlStream_, cudaStreamNonBlocking));
@@ -109,11 +112,20 @@ class CudaExecutor final : public Executor {
 
   Status run(const ExecColl& c, const ExecOp& op) override {
     CC_CHECK(checkNoEarlierFailure(collName(c.kind)));
-    if (c.algo == Algorithm::kOneShot && nranks_ > 2) return runOneShot(c, op);
-    if (c.algo == Algorithm::kTree && nranks_ > 1) return runTree(c, op);
     if (c.algo == Algorithm::kDirect)
       return CC_ERROR(Status::kInvalidUsage, "%s on rank %d: Direct is not implemented on GPU communicators yet",
                       collName(c.kind), rank_);
+    launches_.fetch_add(1, std::memory_order_relaxed);
+    traceLaunch(collName(c.kind), "asked for");
+    const Status s = c.algo == Algorithm::kOneShot && nranks_ > 2 ? runOneShot(c, op)
+                     : c.algo == Algorithm::kTree && nranks_ > 1  ? runTree(c, op)
+                                                                  : runRing(c, op);
+    traceLaunch(collName(c.kind), isOk(s) ? "taken by CUDA" : "refused");
+    return s;
+  }
+
+  // Every collective but one-shot and tree AllReduce: a block per channel on the channels' rings.
+  Status runRing(const ExecColl& c, const ExecOp& op) {
     auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaCollArgs a{};
     static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
@@ -230,9 +242,21 @@ class CudaExecutor final : public Executor {
     a.nTransfers = static_cast<int>(n);
     std::copy(transfers, transfers + n, a.transfers);
     CC_CHECK(orderAfterLastLaunch(stream));
+    launches_.fetch_add(1, std::memory_order_relaxed);
+    traceLaunch(op.name, "asked for");
     CC_CHECK(cudaLaunchP2p(a, stream));
+    traceLaunch(op.name, "taken by CUDA");
     lastStream_ = stream;
     return kOk;
+  }
+
+  // COLLCOMM_DEBUG=TRACE (subsystem COLL): each launch when asked for and when CUDA has taken it,
+  // on the steady clock, so that a peer's timeout can be matched with whether and when this rank
+  // launched (ranks sharing an H200 have stalled in their first operations: docs/gpu.md).
+  void traceLaunch(const char* what, const char* stage) const {
+    CC_TRACE(kSubsysColl, "rank %d: launch %llu (%s) %s at %.6f s", rank_,
+             static_cast<unsigned long long>(launches_.load(std::memory_order_relaxed)),
+             what, stage, std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
   }
 
   Status failure(const char* const* hostNames, std::string* message) const override {
@@ -378,7 +402,7 @@ class CudaExecutor final : public Executor {
   int nranks_ = 1;
   int nChannels_ = 0;
   int maxChannels_ = 1;
-  bool onePoller_ = false;  // COLLCOMM_GPU_POLLERS=1: Simple waits polled by one thread per block
+  bool onePoller_ = true;  // Simple waits polled by one thread per block (COLLCOMM_GPU_POLLERS=0: all)
   uint64_t timeoutNs_ = 0;
   void* mapped_ = nullptr;  // MappedWords, host address
   uint32_t* devAbort_ = nullptr;
@@ -394,6 +418,7 @@ class CudaExecutor final : public Executor {
   std::mutex launchMu_;
   cudaStream_t lastStream_ = nullptr;
   bool hasLaunched_ = false;
+  std::atomic<uint64_t> launches_{0};  // launches asked for (traceLaunch)
 };
 
 }  // namespace

@@ -125,10 +125,11 @@ class CudaPlatform {
   }
 
   // A wait every thread of the block makes alike, on one word (protocols.h waitForStep: a Simple
-  // step's head or tail). With onePoller, thread 0 polls (512 threads polling one word with
-  // system-scope loads, and reading the mapped abort word in their slow paths, load the memory
-  // system the copies need) and the others wait at a barrier, then read the word once themselves
-  // (true by then: the words only grow). Every thread enters every such wait (waitsAsBlock). A
+  // step's head or tail). With onePoller (the default), thread 0 polls and the others wait at a
+  // barrier, then read the word once themselves (true by then: the words only grow). 512 threads
+  // polling one word with system-scope loads, and reading the mapped abort word in their slow
+  // paths, load the memory system the copies need: on an H200 4 ranks' 1 GiB allreduce then moved
+  // 19 GB/s instead of 283 (docs/lab/2026-11-27.md). Every thread enters every such wait (waitsAsBlock). A
   // failed wait leaves thread 0 without a barrier (see Failure above): its siblings are released
   // when it exits, and see `failed`.
   __device__ bool waitsAsBlock() const { return onePoller_; }

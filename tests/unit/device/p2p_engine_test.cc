@@ -63,7 +63,7 @@ struct Pair {
       setup.device = CC_DEVICE_HOST;
       setup.rank = r;
       setup.nranks = 2;
-      setup.ranksOnDevice = 1;
+      setup.mostRanksOnADevice = 1;
       setup.timeoutSeconds = 30;
       setup.channels = {ExecChannel{&send[r], &recv[r], ring, r}};
       setup.abortFlag = &abortFlag;

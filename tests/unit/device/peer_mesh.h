@@ -68,7 +68,7 @@ class PeerMesh {
       setup.device = CC_DEVICE_HOST;
       setup.rank = r;
       setup.nranks = n;
-      setup.ranksOnDevice = 1;
+      setup.mostRanksOnADevice = 1;
       setup.timeoutSeconds = 30;
       // One ring channel over the mesh's connections (the executor needs one; these tests use
       // the per-peer ones).

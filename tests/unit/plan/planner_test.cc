@@ -301,17 +301,17 @@ PeerInfo rankOn(uint64_t host, std::initializer_list<int> cpus) {
 // on rings when it is forced.
 TEST(Planner, GpuOneShotBeyondTwoRanksOnlyWhenForced) {
   TunerConfig cfg = loaded();
-  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, 1024, 2, 32).algo, Algorithm::kOneShot);
-  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, 1024, 4, 32).algo, Algorithm::kRing);
-  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, size_t{1} << 20, 2, 32).algo, Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, 1024, 2, 32, false).algo, Algorithm::kOneShot);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, 1024, 4, 32, false).algo, Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, size_t{1} << 20, 2, 32, false).algo, Algorithm::kRing);
   cfg.forcedAlgo = static_cast<int>(Algorithm::kOneShot);
   for (int n : {2, 4, 8})
     for (size_t bytes : {size_t{8}, size_t{1} << 20}) {
-      const CollPlan p = planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32);
+      const CollPlan p = planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32, false);
       EXPECT_EQ(p.algo, Algorithm::kOneShot) << n << " ranks, " << bytes << " bytes";
       EXPECT_EQ(talksToEveryPeer(p.algo, n), n > 2);
     }
-  EXPECT_EQ(planGpuCollective(cfg, CollKind::kReduceScatter, 1024, 4, 32).algo, Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kReduceScatter, 1024, 4, 32, false).algo, Algorithm::kRing);
 }
 
 // GPU communicators run AllReduce on the trees (its own kernel, over the channels' tree
@@ -321,21 +321,54 @@ TEST(Planner, GpuTreeOnlyWhenForced) {
   TunerConfig cfg = loaded();
   for (int n : {2, 4, 8})
     for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{256} << 20})
-      EXPECT_NE(planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32).algo, Algorithm::kTree)
+      EXPECT_NE(planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32, false).algo, Algorithm::kTree)
           << n << " ranks, " << bytes << " bytes";
   cfg.forcedAlgo = static_cast<int>(Algorithm::kTree);
   for (int n : {2, 4, 8})
     for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{256} << 20}) {
-      const CollPlan p = planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32);
-      const CollPlan ring = planGpuCollective(TunerConfig{}, CollKind::kAllReduce, bytes, 4, 32);
+      const CollPlan p = planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32, false);
+      const CollPlan ring = planGpuCollective(TunerConfig{}, CollKind::kAllReduce, bytes, 4, 32, false);
       EXPECT_EQ(p.algo, Algorithm::kTree) << n << " ranks, " << bytes << " bytes";
       EXPECT_FALSE(talksToEveryPeer(p.algo, n));
       EXPECT_EQ(p.proto, ring.proto) << bytes << " bytes";
       EXPECT_EQ(p.nChannels, ring.nChannels) << bytes << " bytes";
     }
-  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, 1024, 1, 32).algo, Algorithm::kRing);
-  EXPECT_EQ(planGpuCollective(cfg, CollKind::kReduceScatter, 1024, 4, 32).algo, Algorithm::kRing);
-  EXPECT_EQ(planGpuCollective(cfg, CollKind::kBroadcast, 1024, 4, 32).algo, Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, 1024, 1, 32, false).algo, Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kReduceScatter, 1024, 4, 32, false).algo, Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kBroadcast, 1024, 4, 32, false).algo, Algorithm::kRing);
+}
+
+// Where ranks share a device the GPU plan follows what was measured there (an H200): Simple at
+// every size, the two-rank one-shot up to 256 KiB, the ring beyond two ranks; forced choices stay.
+TEST(Planner, GpuRanksSharingADeviceFollowTheirMeasurements) {
+  TunerConfig cfg = loaded();
+  for (int n : {2, 4, 8})
+    for (size_t bytes : {size_t{8}, size_t{4} << 10, size_t{64} << 10, size_t{1} << 20}) {
+      const CollPlan shared = planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32, true);
+      EXPECT_EQ(shared.proto, Protocol::kSimple) << n << " ranks, " << bytes << " bytes";
+      EXPECT_EQ(shared.algo, n == 2 && bytes <= (size_t{256} << 10) ? Algorithm::kOneShot : Algorithm::kRing)
+          << n << " ranks, " << bytes << " bytes";
+      EXPECT_EQ(shared.nChannels, planGpuCollective(cfg, CollKind::kAllReduce, bytes, n, 32, false).nChannels);
+    }
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, size_t{256} << 10, 2, 32, true).algo, Algorithm::kOneShot);
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, size_t{512} << 10, 2, 32, true).algo, Algorithm::kRing);
+  // One rank per device: LL for small messages still (unmeasured there).
+  EXPECT_EQ(planGpuCollective(cfg, CollKind::kAllReduce, 8, 4, 32, false).proto, Protocol::kLL);
+  cfg.forcedProto = static_cast<int>(Protocol::kLL);
+  cfg.forcedAlgo = static_cast<int>(Algorithm::kTree);
+  const CollPlan forced = planGpuCollective(cfg, CollKind::kAllReduce, size_t{1} << 20, 4, 32, true);
+  EXPECT_EQ(forced.proto, Protocol::kLL);
+  EXPECT_EQ(forced.algo, Algorithm::kTree);
+}
+
+// A GPU communicator connects 32 rings unless the user bounds them; then within the bounds (a
+// maximum alone used to leave it with the minimum's one ring).
+TEST(Planner, GpuRingsToConnectRespectTheUsersBounds) {
+  EXPECT_EQ(gpuChannelsToConnect(false, 1, 1), kGpuDefaultChannels);
+  EXPECT_EQ(gpuChannelsToConnect(true, 1, 16), 16);
+  EXPECT_EQ(gpuChannelsToConnect(true, 1, 64), kGpuDefaultChannels);
+  EXPECT_EQ(gpuChannelsToConnect(true, 40, 64), 40);
+  EXPECT_EQ(gpuChannelsToConnect(true, 4, 4), 4);
 }
 
 TEST(Oversubscription, RanksAgainstTheCpusTheyMayUse) {
@@ -391,6 +424,22 @@ TEST(Oversubscription, ProxyThreadsCountOncePerProcess) {
   const std::vector<PeerInfo> twoHosts = {inProcess(rankOn(1, {0, 1}), 7), inProcess(rankOn(2, {0}), 8)};
   EXPECT_FALSE(hostOversubscribed(twoHosts, 0, 1));
   EXPECT_TRUE(hostOversubscribed(twoHosts, 1, 1));
+}
+
+// The most ranks one device of one process runs: every rank reads the same answer, whichever
+// device its own rank is on (rank 2 alone on device 1 still plans for device 0's three).
+TEST(SharedDevice, MostRanksOnOneDevice) {
+  auto gpuRank = [](int device, uint64_t token) {
+    PeerInfo p{};
+    p.device = device;
+    p.processToken = token;
+    return p;
+  };
+  EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7)}), 1);
+  EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7), gpuRank(1, 7)}), 1);
+  EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7), gpuRank(0, 7), gpuRank(1, 7), gpuRank(0, 7)}), 3);
+  // Device 0 of another process is another device.
+  EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7), gpuRank(0, 8)}), 1);
 }
 
 }  // namespace
