@@ -2,8 +2,9 @@
 # The GPU check (issue 26): on a machine with an NVIDIA GPU, build collcomm with CUDA (or use a
 # build already there), run the GPU tests, measure the device-to-device copy rate for reference and
 # the 8-byte allreduce latency on 1, 2 and 8 ranks (against NCCL's 1-rank latency, through PyTorch,
-# when it is installed), sweep all_reduce/all_gather/reduce_scatter with 2, 4 and 8 thread ranks on
-# one GPU (8 B to 1 GiB), then print a summary. Meant to finish in under 8 minutes on one H100 with
+# when it is installed), time AllReduce with each algorithm and protocol forced (the planner's
+# inputs), probe polling and channel caps, sweep all_reduce/all_gather/reduce_scatter with 2, 4 and 8 thread
+# ranks on one GPU (8 B to 1 GiB) in the time left, then print a summary. Meant to finish in under 8 minutes on one H100 with
 # 16 cores: no perf run starts after DEADLINE.
 #
 #   bash scripts/gpu_check.sh
@@ -12,7 +13,8 @@
 # BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
 # tests, 240), SKIP_NCCL=1 (no NCCL latency through PyTorch), SKIP_TESTS=1, CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
 # COLLCOMM_TIMEOUT (20: seconds a kernel waits on a peer), RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
-# OUT (the log folder; else ./gpu-check-logs), LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
+# OUT (the log folder; else ./gpu-check-logs), STEPS (the sections to run, of "tests copy latency nccl
+# algos probes sweeps"; all by default), LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
 # libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
 # libxml2.so.2 but no libxml2-dev: there cmake needs a copy of /usr/include/libxml2 (2.9), by
 # default looked for in build-deps/libxml2 (ignored by git, so it can be carried), or a BUILD_DIR
@@ -48,6 +50,10 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PA
 # ... and libcollcomm where its RPATH (the build machine's folder) does not lead.
 export LD_LIBRARY_PATH="$BUILD_DIR:$LD_LIBRARY_PATH"
 START=$(date +%s)
+# want <section>: whether STEPS names it (all of them when STEPS is unset).
+want() { [[ " ${STEPS:-tests copy latency nccl algos probes sweeps} " == *" $1 "* ]]; }
+want tests || SKIP_TESTS=1
+want nccl || SKIP_NCCL=1
 FAILED=()
 
 elapsed() { echo $(($(date +%s) - START)); }
@@ -198,14 +204,16 @@ else
 fi
 
 # ---- 3. Device-to-device copy reference
-step "device-to-device copy rate (gpu_copy_bw, 256 MiB, median of 20)"
 COPY_GBPS=""
+if want copy; then
+step "device-to-device copy rate (gpu_copy_bw, 256 MiB, median of 20)"
 if timeout 60 "$PERF/gpu_copy_bw" --device "$GPU_DEVICE" --bytes $((256 << 20)) --reps 20 2>&1 |
   tee "$LOG_DIR/copy-bw.log"; then
   COPY_GBPS=$(sed -n 's/^copy_GBps //p' "$LOG_DIR/copy-bw.log")
 else
   failed "gpu_copy_bw (log: copy-bw.log)"
 fi
+fi  # copy
 
 # run_perf <log name> <seconds> <binary> <args...>: the table goes to the log and the screen. Runs
 # share the time left before DEADLINE seconds from the start: a run that would start too late is
@@ -232,11 +240,13 @@ run_perf() {
 
 # ---- 4. Latency: 8-byte allreduce, back to back (-n 1000 then one synchronize) and one
 # operation then a synchronize (-I 1: p50 of 200).
+if want latency; then
 step "8-byte allreduce latency: 1, 2 and 8 ranks on GPU $GPU_DEVICE"
 for n in 1 2 8; do
   run_perf "latency-t$n" 60 all_reduce_perf --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 8 -n 1000 -w 100 -c 1
   run_perf "latency-sync-t$n" 60 all_reduce_perf --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 8 -n 200 -w 20 -c 1 -I 1
 done
+fi  # latency
 
 step "NCCL's 1-rank latency (8-byte allreduce): torch.distributed, and ncclAllReduce called directly"
 NCCL_LINE=""
@@ -325,23 +335,29 @@ else
   echo "skipped: python3 with torch is not available"
 fi
 
-# ---- 5. Sweeps: 8 B to 128 MiB by factor 4 (checked), then 256 MiB to 1 GiB by factor 2 with
-# fewer iterations (checked with CHECK_LARGE=1: the host writes and compares each GiB).
-large_check=0
-[ "${CHECK_LARGE:-0}" = 1 ] && large_check=1
-for coll in all_reduce all_gather reduce_scatter; do
-  for n in $RANK_COUNTS; do
-    step "${coll}_perf, $n ranks on GPU $GPU_DEVICE"
-    run_perf "${coll}-t$n-small" 60 "${coll}_perf" --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 128M -f 4 -n 20 -w 5 -c 1
-    run_perf "${coll}-t$n-large" 90 "${coll}_perf" --gpu "$GPU_DEVICE" -t "$n" -b 256M -e 1G -f 2 -n 5 -w 2 \
-      -c "$large_check"
+# ---- 4b. The planner's inputs (issue 25): AllReduce 8 B to 16 MiB (LL: 512 KiB) by factor 4 with
+# each algorithm and protocol forced, on 2, 4 and 8 ranks (one-shot on more than two ranks has one kernel for
+# both protocols). Unchecked: the tests above check every forced choice against the host.
+if want algos; then
+step "all_reduce by algorithm and protocol, forced: 2, 4 and 8 ranks, 8 B to 16 MiB"
+for n in 2 4 8; do
+  choices="Ring/Simple Ring/LL OneShot/Simple OneShot/LL"
+  [ "$n" -gt 2 ] && choices="Ring/Simple Ring/LL OneShot/Simple Tree/Simple Tree/LL"
+  for c in $choices; do
+    top=16M
+    [ "${c#*/}" = LL ] && top=512K # LL is a small-message protocol: on 8 ranks 16 MiB took over 20 s
+    COLLCOMM_ALGO=${c%/*} COLLCOMM_PROTO=${c#*/} run_perf "algo-t$n-${c%/*}-${c#*/}" 20 all_reduce_perf \
+      --gpu "$GPU_DEVICE" -t "$n" -b 8 -e "$top" -f 4 -n 50 -w 10 -c 0
   done
 done
+fi  # algos
 
-# ---- 5b. Where ranks share the GPU, large sizes fall apart from 4 ranks up (docs/gpu.md, "Not
-# yet"). Two candidates, each against the default in this run: at most 16, 8 and 4 channels per
-# rank, and one polling thread per block (COLLCOMM_GPU_POLLERS=1, first checked against the host
-# executor with the 4-rank sweep), on the 2- and 4-rank 1 GiB and 8-rank 256 MiB allreduce.
+# ---- 5. Probes where ranks share the GPU, each against the default in this run, on the 2- and
+# 4-rank 1 GiB and 8-rank 256 MiB allreduce: every thread polling a Simple step (the old default,
+# COLLCOMM_GPU_POLLERS=0, whose large sizes fell apart from 4 ranks up), and at most 16, 8 and 4
+# channels per rank (COLLCOMM_MIN_NCHANNELS=1 keeps the bound a bound: a GPU communicator given
+# only a maximum connected one ring before 2026-11-27). Before the sweeps, which take what time
+# is left.
 probe() { # probe <name> <VAR=value>...: the three allreduce runs with those variables set
   local name=$1
   shift
@@ -360,24 +376,28 @@ probe() { # probe <name> <VAR=value>...: the three allreduce runs with those var
     if [ "${v#*=}" = "(unset)" ]; then unset "${v%%=*}"; else export "${v?}"; fi
   done
 }
-probe default COLLCOMM_GPU_POLLERS=0
-for cap in 16 8 4; do probe "cap$cap" COLLCOMM_MAX_NCHANNELS=$cap; done
-step "GPU tests, 4 ranks, with one polling thread per block (COLLCOMM_GPU_POLLERS=1)"
-if [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
-  if COLLCOMM_GPU_POLLERS=1 timeout --kill-after=10 60 "$BUILD_DIR/tests/collcomm_gpu_tests" \
-    --gtest_filter='GpuComm.FourRanksMatchHost:GpuP2p.FourRanks' >"$LOG_DIR/pollers1-tests.log" 2>&1; then
-    POLLERS1_TESTS=passed
-    probe pollers1 COLLCOMM_GPU_POLLERS=1
-  else
-    POLLERS1_TESTS="failed (log: pollers1-tests.log)"
-    failed "GPU tests with COLLCOMM_GPU_POLLERS=1 (log: pollers1-tests.log)"
-  fi
-  tail -n 5 "$LOG_DIR/pollers1-tests.log"
-else
-  POLLERS1_TESTS="not run: no $BUILD_DIR/tests/collcomm_gpu_tests"
-fi
+if want probes; then
+probe default
+probe allpollers COLLCOMM_GPU_POLLERS=0
+for cap in 16 8 4; do probe "cap$cap" COLLCOMM_MIN_NCHANNELS=1 COLLCOMM_MAX_NCHANNELS=$cap; done
+fi  # probes
 
-# ---- 6. Summary
+# ---- 6. Sweeps: 8 B to 128 MiB by factor 4 (checked), then 256 MiB to 1 GiB by factor 2 with
+# fewer iterations (checked with CHECK_LARGE=1: the host writes and compares each GiB).
+large_check=0
+[ "${CHECK_LARGE:-0}" = 1 ] && large_check=1
+if want sweeps; then
+for coll in all_reduce all_gather reduce_scatter; do
+  for n in $RANK_COUNTS; do
+    step "${coll}_perf, $n ranks on GPU $GPU_DEVICE"
+    run_perf "${coll}-t$n-small" 60 "${coll}_perf" --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 128M -f 4 -n 20 -w 5 -c 1
+    run_perf "${coll}-t$n-large" 90 "${coll}_perf" --gpu "$GPU_DEVICE" -t "$n" -b 256M -e 1G -f 2 -n 5 -w 2 \
+      -c "$large_check"
+  done
+done
+fi  # sweeps
+
+# ---- 7. Summary
 # busbw <log> <bytes>: "out-of-place/in-place" busbw of the row of that size (columns 8 and 12).
 busbw() { awk -v s="$2" '$1 == s && $2 ~ /^[0-9]+$/ { print $8 "/" $12; exit }' "$LOG_DIR/$1.log" 2>/dev/null; }
 # usTime <log>: the out-of-place time of the 8-byte row, and the p50 column where -I 1 added it.
@@ -408,10 +428,21 @@ step "summary (logs: $LOG_DIR)"
   done
   echo
   echo "probes: all_reduce busbw GB/s (out-of-place/in-place), 2 and 4 ranks at 1 GiB, 8 ranks at 256 MiB"
-  echo "  (one polling thread per block: GPU tests ${POLLERS1_TESTS:-not run})"
-  for name in default cap16 cap8 cap4 pollers1; do
+  for name in default allpollers cap16 cap8 cap4; do
     printf "  %-9s %16s %16s %16s\n" "$name" "$(busbw "$name-t2" 1073741824)" "$(busbw "$name-t4" 1073741824)" \
       "$(busbw "$name-t8" 268435456)"
+  done
+  echo
+  echo "all_reduce forced, out-of-place us per operation (-n 50, back to back)"
+  printf "  %-18s %9s %9s %9s %9s %9s %9s\n" "ranks choice" 8 512 8K 128K 2M 8M
+  for f in "$LOG_DIR"/algo-t*.log; do
+    [ -e "$f" ] || continue
+    name=$(basename "$f" .log)
+    printf "  %-18s" "${name#algo-}"
+    for b in 8 512 8192 131072 2097152 8388608; do
+      printf " %9s" "$(awk -v s="$b" '$1 == s && $2 ~ /^[0-9]+$/ { print $6; exit }' "$f")"
+    done
+    echo
   done
   echo
   echo "8-byte allreduce, us per operation: back to back (-n 1000) / one op then synchronize (-I 1)"
