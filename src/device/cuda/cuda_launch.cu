@@ -3,10 +3,12 @@
 // launch, and the sentence for a failed kernel.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <mutex>
 #include <utility>
 
+#include "common/log.h"
 #include "device/cuda/cuda_launch.h"
 #include "device/cuda/kernel_table.h"
 #include "device/dtypes.h"
@@ -120,6 +122,34 @@ Status cudaLaunchTree(const CudaTreeArgs& in, struct CUstream_st* stream) {
   return kOk;
 }
 
+namespace {
+
+// The device's per-thread stack, set now to what the largest of our kernels needs (and at least
+// what it is). CUDA grows the stack at a launch that needs more, which like setting it may wait for
+// the kernels already running: a rank's first launch could then wait for a peer's kernel that
+// spins waiting for that very rank (NVSHMEM sets the stack ahead for NCCL's kernels for this
+// reason). Set here, at init, it is backed before any of our kernels runs. The point-to-point
+// kernel's thread-private transfers take about 11 KiB a thread: close to 3 GiB of local memory on
+// a 132-SM GPU, which its first launch would take anyway. Where the device cannot hold it the
+// communicator still works, with that hazard, and a warning says so.
+void reserveKernelStacks(int device, size_t stackBytes) {
+  size_t current = 0;
+  if (cudaDeviceGetLimit(&current, cudaLimitStackSize) != cudaSuccess) current = 0;
+  const size_t want = std::max(current, stackBytes);
+  const cudaError_t err = cudaDeviceSetLimit(cudaLimitStackSize, want);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: nothing else failed
+    CC_WARN("CUDA device %d: reserving %zu bytes of stack per thread for collcomm's kernels failed (%s); a rank's first "
+            "launch of a kernel with a larger stack may then wait for its peers' running kernels until the timeout",
+            device, want, cudaGetErrorString(err));
+    return;
+  }
+  CC_INFO(kSubsysInit, "CUDA device %d: %zu bytes of stack per thread reserved for collcomm's kernels (largest frame %zu)",
+          device, want, stackBytes);
+}
+
+}  // namespace
+
 Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
@@ -149,10 +179,12 @@ Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
   cudaP2pKernels(&kernels);
   cudaOneShotKernels(&kernels);
   cudaDirectKernels(&kernels);
+  size_t stackBytes = 0;  // the largest per-thread local memory (stack frame) of any kernel
   for (size_t index = 0; index < kernels.size(); ++index) {
     const void* kernel = kernels[index];
     cudaFuncAttributes attr{};
     err = cudaFuncGetAttributes(&attr, kernel);  // loads the kernel's module now
+    stackBytes = std::max(stackBytes, attr.localSizeBytes);
     int blocks = 0;
     if (err == cudaSuccess) err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, nthreads, 0);
     if (err != cudaSuccess)
@@ -162,6 +194,7 @@ Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
                       device, cudaGetErrorString(err));
     if (index < channelKernels && blocks < least) least = blocks;
   }
+  reserveKernelStacks(device, stackBytes);
   prepared[device][0] = nthreads;
   prepared[device][1] = least;
   *blocksPerSm = least;

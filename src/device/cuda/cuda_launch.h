@@ -59,9 +59,11 @@ void cudaDirectKernels(std::vector<const void*>* out);
 // opName and rank name the operation in the sentence. Control tier.
 Status cudaKernelResult(const CudaKernelStatus& status, const char* opName, int rank);
 
-// Loads every kernel of the tables (ring and tree) and of the other launchers on the current device (so that no
-// launch waits for lazy module loading, which synchronises the context, while a peer's kernel spins) and returns how many blocks of `nthreads` threads of the
-// most demanding kernel one SM holds at once. Once per device per process; thread-safe. Setup tier.
+// Loads every kernel of the tables (ring and tree) and of the other launchers on the current device,
+// and sets the device's stack to the largest kernel's (so that no launch waits for lazy module
+// loading or a stack growth, which synchronise the context, while a peer's kernel spins), and
+// returns how many blocks of `nthreads` threads of the most demanding kernel one SM holds at once.
+// Once per device per process; thread-safe. Setup tier.
 Status cudaPrepareKernels(int nthreads, int* blocksPerSm);
 
 }  // namespace collcomm::detail
