@@ -30,28 +30,33 @@ constexpr std::array<ShardLookup, sizeof...(kShards)> treeShardLookups(std::inte
 }
 constexpr auto kTreeShardLookups = treeShardLookups(std::make_integer_sequence<int, kCudaKernelShards>{});
 
+// What every launch of a block-per-channel kernel (rings, trees) asks of its arguments: a known
+// collective, type, reduction and protocol, 1..kCudaMaxChannels channels, and threads and a status
+// word as cudaWaitArgsOk wants them. `what` names the kernel in the sentence.
+template <class Args>
+Status checkChannelLaunch(const Args& in, const char* what) {
+  const int kind = static_cast<int>(in.kind);
+  if (kind < 0 || kind >= kCollKindCount) return CC_ERROR(Status::kInvalidArgument, "invalid collective %d", kind);
+  if (dtypeSize(in.dtype) == 0)
+    return CC_ERROR(Status::kInvalidArgument, "invalid data type %d", static_cast<int>(in.dtype));
+  const int op = static_cast<int>(in.op.kind);
+  if (collReducesConstexpr(in.kind) && (op < 0 || op >= kRedOpKindCount))
+    return CC_ERROR(Status::kInvalidArgument, "invalid reduction kind %d", op);
+  if (in.proto != Protocol::kSimple && in.proto != Protocol::kLL)
+    return CC_ERROR(Status::kInvalidArgument, "invalid protocol %d", static_cast<int>(in.proto));
+  if (in.nChannels < 1 || in.nChannels > kCudaMaxChannels || !cudaWaitArgsOk(in) || in.nranks < 1)
+    return CC_ERROR(Status::kInvalidArgument,
+                    "CUDA launch of %s %s with %d channels of %d threads on %d ranks (status %p): channels must be "
+                    "1..%d, threads a multiple of 32 in %d..%d, and a status word is required",
+                    what, collName(in.kind), in.nChannels, in.nthreads, in.nranks, static_cast<void*>(in.status),
+                    kCudaMaxChannels, kCudaMinThreads, kCudaMaxThreads);
+  return kOk;
+}
+
 }  // namespace
 
 Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) {
-  const int kind = static_cast<int>(in.kind);
-  if (kind < 0 || kind >= kCollKindCount) return CC_ERROR(Status::kInvalidArgument, "invalid collective %d", kind);
-  if (dtypeSize(in.dtype) == 0) {
-    return CC_ERROR(Status::kInvalidArgument, "invalid data type %d", static_cast<int>(in.dtype));
-  }
-  const int op = static_cast<int>(in.op.kind);
-  if (collReducesConstexpr(in.kind) && (op < 0 || op >= kRedOpKindCount)) {
-    return CC_ERROR(Status::kInvalidArgument, "invalid reduction kind %d", op);
-  }
-  if (in.proto != Protocol::kSimple && in.proto != Protocol::kLL) {
-    return CC_ERROR(Status::kInvalidArgument, "invalid protocol %d", static_cast<int>(in.proto));
-  }
-  if (in.nChannels < 1 || in.nChannels > kCudaMaxChannels || !cudaWaitArgsOk(in) || in.nranks < 1) {
-    return CC_ERROR(Status::kInvalidArgument,
-                    "CUDA launch of %s with %d channels of %d threads on %d ranks (status %p): channels must be "
-                    "1..%d, threads a multiple of 32 in %d..%d, and a status word is required",
-                    collName(in.kind), in.nChannels, in.nthreads, in.nranks, static_cast<void*>(in.status),
-                    kCudaMaxChannels, kCudaMinThreads, kCudaMaxThreads);
-  }
+  CC_CHECK(checkChannelLaunch(in, "the ring"));
 
   for (int c = 0; c < in.nChannels && in.nranks > 1; ++c) {
     const CudaChannelArgs& ch = in.channels[c];
@@ -81,18 +86,10 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
 }
 
 Status cudaLaunchTree(const CudaTreeArgs& in, struct CUstream_st* stream) {
-  const int op = static_cast<int>(in.op.kind);
-  if (in.kind != CollKind::kAllReduce || dtypeSize(in.dtype) == 0 || op < 0 || op >= kRedOpKindCount ||
-      (in.proto != Protocol::kSimple && in.proto != Protocol::kLL) || in.nChannels < 1 ||
-      in.nChannels > kCudaMaxChannels || !cudaWaitArgsOk(in) || in.nranks < 1) {
-    return CC_ERROR(Status::kInvalidArgument,
-                    "CUDA launch of the tree %s (type %d, reduction %d, protocol %d) with %d channels of %d threads on "
-                    "%d ranks (status %p): the tree runs AllReduce of a known type, reduction and protocol, channels "
-                    "must be 1..%d, threads a multiple of 32 in %d..%d, and a status word is required",
-                    collName(in.kind), static_cast<int>(in.dtype), op, static_cast<int>(in.proto), in.nChannels,
-                    in.nthreads, in.nranks, static_cast<void*>(in.status), kCudaMaxChannels, kCudaMinThreads,
-                    kCudaMaxThreads);
-  }
+  CC_CHECK(checkChannelLaunch(in, "the tree"));
+  if (in.kind != CollKind::kAllReduce)
+    return CC_ERROR(Status::kInvalidArgument, "CUDA launch of the tree %s: the tree kernel runs AllReduce only",
+                    collName(in.kind));
   for (int c = 0; c < in.nChannels && in.nranks > 1; ++c) {
     const TreeLinks& l = in.trees[c];
     if (l.toParent == nullptr && l.toChild[0] == nullptr)
