@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -173,7 +174,7 @@ class CudaExecutor final : public Executor {
 
   // AllReduce on the channels' trees (tree_kernel.cuh): a block per channel over device copies of
   // the tree connections core made on the communicator's first tree collective (c.trees), made
-  // here on their first use (mirrored). Compiled, not yet run on a GPU.
+  // here on their first use (mirrored) and kept with the links that point at them (devTrees_).
   Status runTree(const ExecColl& c, const ExecOp& op) {
     if (c.trees == nullptr)
       return CC_ERROR(Status::kInternalError, "%s on rank %d: a tree plan without the channels' tree connections",
@@ -186,16 +187,22 @@ class CudaExecutor final : public Executor {
     a.nChannels = std::clamp(c.nChannels, 1, maxChannels_);
     ScopedDevice on(device_);
     std::lock_guard<std::mutex> lock(launchMu_);
-    for (int ch = 0; ch < a.nChannels; ++ch) {
-      const TreeLinks& host = c.trees[ch];
-      TreeLinks& dev = a.trees[ch];
-      if (host.toParent != nullptr) CC_CHECK(mirrored(host.toParent, &dev.toParent));
-      if (host.fromParent != nullptr) CC_CHECK(mirrored(host.fromParent, &dev.fromParent));
-      for (int k = 0; k < 2; ++k) {
-        if (host.toChild[k] != nullptr) CC_CHECK(mirrored(host.toChild[k], &dev.toChild[k]));
-        if (host.fromChild[k] != nullptr) CC_CHECK(mirrored(host.fromChild[k], &dev.fromChild[k]));
+    if (c.trees != devTreesOf_ || a.nChannels > devTreeChannels_) {
+      for (int ch = 0; ch < a.nChannels; ++ch) {
+        const TreeLinks& host = c.trees[ch];
+        TreeLinks& dev = devTrees_[ch];
+        dev = TreeLinks{};
+        if (host.toParent != nullptr) CC_CHECK(mirrored(host.toParent, &dev.toParent));
+        if (host.fromParent != nullptr) CC_CHECK(mirrored(host.fromParent, &dev.fromParent));
+        for (int k = 0; k < 2; ++k) {
+          if (host.toChild[k] != nullptr) CC_CHECK(mirrored(host.toChild[k], &dev.toChild[k]));
+          if (host.fromChild[k] != nullptr) CC_CHECK(mirrored(host.fromChild[k], &dev.fromChild[k]));
+        }
       }
+      devTreesOf_ = c.trees;
+      devTreeChannels_ = a.nChannels;
     }
+    std::copy(devTrees_.begin(), devTrees_.begin() + a.nChannels, a.trees);
     CC_CHECK(orderAfterLastLaunch(stream));
     CC_CHECK(cudaLaunchTree(a, stream));
     lastStream_ = stream;
@@ -411,6 +418,11 @@ class CudaExecutor final : public Executor {
   std::vector<int> ringPos_;
   std::vector<uint32_t*> ownStates_;  // this rank's PeerState words, in device memory
   std::unordered_map<const void*, void*> p2pMirrors_;  // a per-peer or tree SendConn/RecvConn: its device copy
+  // The channels' tree links with device copies of their connections, for the trees at devTreesOf_
+  // (the communicator's, connected once), made by runTree for its first devTreeChannels_ channels.
+  std::array<TreeLinks, kCudaMaxChannels> devTrees_{};
+  const TreeLinks* devTreesOf_ = nullptr;
+  int devTreeChannels_ = 0;
   void* gather_ = nullptr;  // the one-shot's gather buffer (growGather)
   size_t gatherBytes_ = 0;
   cudaStream_t ctrlStream_ = nullptr;
