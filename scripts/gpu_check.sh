@@ -179,8 +179,9 @@ elif [ "${SKIP_TESTS:-0}" = 1 ]; then
 elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
   # ctest knows no gpu tests here (a build copied from another path): run the binary itself, then
   # the four-rank sweep with AllReduce forced one-shot (ctest's GpuComm.OneShotForcedMatchesHost)
-  # and the four- and eight-rank sweeps with AllReduce forced onto the trees (ctest's
-  # GpuComm.TreeForcedMatchesHost: the tree kernel's first run on a GPU).
+  # the four- and eight-rank sweeps with AllReduce forced onto the trees (ctest's
+  # GpuComm.TreeForcedMatchesHost), and LL forced on the rings and the trees (ctest's
+  # GpuComm.LlForcedMatchesHost and GpuComm.TreeLlForcedMatchesHost).
   (
     timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/tests/collcomm_gpu_tests"
     all=$?
@@ -190,9 +191,14 @@ elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
     COLLCOMM_ALGO=Tree timeout --kill-after=10 120 "$BUILD_DIR/tests/collcomm_gpu_tests" \
       --gtest_filter='GpuComm.FourRanksMatchHost:GpuComm.EightRanksMatchHost'
     tree=$?
-    [ "$all" != 0 ] && exit "$all"
-    [ "$oneShot" != 0 ] && exit "$oneShot"
-    exit "$tree"
+    COLLCOMM_PROTO=LL timeout --kill-after=10 120 "$BUILD_DIR/tests/collcomm_gpu_tests" \
+      --gtest_filter='GpuComm.TwoRanksMatchHost:GpuComm.FourRanksMatchHost'
+    ll=$?
+    COLLCOMM_ALGO=Tree COLLCOMM_PROTO=LL timeout --kill-after=10 120 "$BUILD_DIR/tests/collcomm_gpu_tests" \
+      --gtest_filter=GpuComm.FourRanksMatchHost
+    treeLl=$?
+    for rc in "$all" "$oneShot" "$tree" "$ll"; do [ "$rc" != 0 ] && exit "$rc"; done
+    exit "$treeLl"
   ) 2>&1 | tee "$LOG_DIR/gpu-tests.log"
   rc=$?
   TEST_SUMMARY=$(grep -E "^\[  (PASSED|FAILED)  \]" "$LOG_DIR/gpu-tests.log" | tr '\n' ' ')

@@ -267,8 +267,9 @@ std::string caseName(Coll c, ccDataType_t t, int op, size_t count, int root, boo
   return buf;
 }
 
-// Every collective x dtype x op at counts that take LL (small) and Simple (large), in and out
-// of place; the largest count for a representative subset.
+// Every collective x dtype x op at small counts (LL where the planner takes it; ranks sharing a
+// GPU take Simple, and ctest's GpuComm.LlForcedMatchesHost forces LL) and large ones (Simple,
+// several channels), in and out of place; the largest count for a representative subset.
 void sweep(int n) {
   SKIP_WITHOUT_GPU();
   runWithWatchdog(600, [&] {
@@ -386,8 +387,9 @@ TEST(GpuComm, GraphCaptureReplays) {
   });
 }
 
-// n GPU ranks made with a config (timeout), as a group of ccCommInitRankConfig from one thread.
-std::vector<ccComm_t> initWithTimeout(int n, int timeoutSeconds) {
+// n GPU ranks made with a config (timeout; maxChannels when given), as a group of
+// ccCommInitRankConfig from one thread.
+std::vector<ccComm_t> initWithTimeout(int n, int timeoutSeconds, int maxChannels = CC_CONFIG_UNDEF_INT) {
   ccUniqueId id;
   std::vector<ccComm_t> comms(n, nullptr);
   if (ccGetUniqueId(&id) != ccSuccess) return {};
@@ -396,6 +398,7 @@ std::vector<ccComm_t> initWithTimeout(int n, int timeoutSeconds) {
     ccConfig_t cfg = CC_CONFIG_INITIALIZER;
     cfg.device = 0;
     cfg.timeout = timeoutSeconds;
+    cfg.maxChannels = maxChannels;
     ccCommInitRankConfig(&comms[r], n, id, r, &cfg);
   }
   if (ccGroupEnd() != ccSuccess) return {};
@@ -555,8 +558,8 @@ TEST(GpuComm, MemAllocAndRegisteredBuffers) {
 }
 
 // ccCommDescribePlan on a GPU communicator: the GPU planner's choices, as its launches make them
-// (plan/tuner.cc planGpuCollective: OneShot with LL for a small two-rank AllReduce; Ring with
-// Simple and several channels for a large one), on the channels' rings.
+// (plan/tuner.cc planGpuCollective: OneShot for a small two-rank AllReduce; Ring with several
+// channels for a large one; Simple for both, as the ranks share a device), on the channels' rings.
 TEST(GpuComm, DescribesItsPlan) {
   SKIP_WITHOUT_GPU();
   runWithWatchdog(60, [] {
@@ -567,7 +570,8 @@ TEST(GpuComm, DescribesItsPlan) {
     CC_OK(ccCommDescribePlan(comms[1], "AllReduce", 2, ccFloat32, 0, json, sizeof(json), nullptr));
     std::string s = json;
     EXPECT_NE(s.find("\"rank\":1,\"device\":\"gpu\""), std::string::npos) << s;
-    EXPECT_NE(s.find("\"algorithm\":\"OneShot\",\"protocol\":\"LL\",\"channels\":1,\"on_rings\":true"),
+    // Two ranks sharing a device: Simple at every size (planGpuCollective's measured choice).
+    EXPECT_NE(s.find("\"algorithm\":\"OneShot\",\"protocol\":\"Simple\",\"channels\":1,\"on_rings\":true"),
               std::string::npos)
         << s;
     EXPECT_NE(s.find("\"rings\":[[0,1]]"), std::string::npos) << s;
@@ -581,6 +585,21 @@ TEST(GpuComm, DescribesItsPlan) {
     size_t rings = 0;
     for (size_t p = s.find("[0,1]"); p != std::string::npos; p = s.find("[0,1]", p + 1)) ++rings;
     EXPECT_EQ(rings, static_cast<size_t>(channels)) << s;
+    for (ccComm_t c : comms) CC_OK(ccCommDestroy(c));
+  });
+}
+
+// A maximum alone bounds the channels: 4 rings connected and a large AllReduce on all 4 (a GPU
+// communicator given only a maximum used to connect the minimum's one ring).
+TEST(GpuComm, MaxChannelsAloneBoundsTheChannels) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(60, [] {
+    std::vector<ccComm_t> comms = initWithTimeout(2, 60, 4);
+    ASSERT_EQ(comms.size(), 2u) << ccGetLastError(nullptr);
+    char json[16384];
+    CC_OK(ccCommDescribePlan(comms[0], "AllReduce", size_t{1} << 26, ccFloat32, 0, json, sizeof(json), nullptr));
+    const std::string s = json;
+    EXPECT_NE(s.find("\"channels\":4,"), std::string::npos) << s;
     for (ccComm_t c : comms) CC_OK(ccCommDestroy(c));
   });
 }
