@@ -53,6 +53,30 @@ Status checkChannelLaunch(const Args& in, const char* what) {
   return kOk;
 }
 
+// The device's per-thread stack, set now to what the largest of our kernels needs (and at least
+// what it is). CUDA grows the stack at a launch that needs more, which like setting it may wait for
+// the kernels already running: a rank's first launch could then wait for a peer's kernel that
+// spins waiting for that very rank (NVSHMEM sets the stack ahead for NCCL's kernels for this
+// reason). Set here, at init, it is backed before any of our kernels runs. The point-to-point
+// kernel's thread-private transfers take about 11 KiB a thread: close to 3 GiB of local memory on
+// a 132-SM GPU, which its first launch would take anyway. Where the device cannot hold it the
+// communicator still works, with that hazard, and a warning says so.
+void reserveKernelStacks(int device, size_t stackBytes) {
+  size_t current = 0;
+  if (cudaDeviceGetLimit(&current, cudaLimitStackSize) != cudaSuccess) current = 0;
+  const size_t want = std::max(current, stackBytes);
+  const cudaError_t err = cudaDeviceSetLimit(cudaLimitStackSize, want);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: nothing else failed
+    CC_WARN("CUDA device %d: reserving %zu bytes of stack per thread for collcomm's kernels failed (%s); a rank's first "
+            "launch of a kernel with a larger stack may then wait for its peers' running kernels until the timeout",
+            device, want, cudaGetErrorString(err));
+    return;
+  }
+  CC_INFO(kSubsysInit, "CUDA device %d: %zu bytes of stack per thread reserved for collcomm's kernels (largest frame %zu)",
+          device, want, stackBytes);
+}
+
 }  // namespace
 
 Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) {
@@ -118,34 +142,6 @@ Status cudaLaunchTree(const CudaTreeArgs& in, struct CUstream_st* stream) {
                     cudaGetErrorString(err));
   return kOk;
 }
-
-namespace {
-
-// The device's per-thread stack, set now to what the largest of our kernels needs (and at least
-// what it is). CUDA grows the stack at a launch that needs more, which like setting it may wait for
-// the kernels already running: a rank's first launch could then wait for a peer's kernel that
-// spins waiting for that very rank (NVSHMEM sets the stack ahead for NCCL's kernels for this
-// reason). Set here, at init, it is backed before any of our kernels runs. The point-to-point
-// kernel's thread-private transfers take about 11 KiB a thread: close to 3 GiB of local memory on
-// a 132-SM GPU, which its first launch would take anyway. Where the device cannot hold it the
-// communicator still works, with that hazard, and a warning says so.
-void reserveKernelStacks(int device, size_t stackBytes) {
-  size_t current = 0;
-  if (cudaDeviceGetLimit(&current, cudaLimitStackSize) != cudaSuccess) current = 0;
-  const size_t want = std::max(current, stackBytes);
-  const cudaError_t err = cudaDeviceSetLimit(cudaLimitStackSize, want);
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();  // not sticky: nothing else failed
-    CC_WARN("CUDA device %d: reserving %zu bytes of stack per thread for collcomm's kernels failed (%s); a rank's first "
-            "launch of a kernel with a larger stack may then wait for its peers' running kernels until the timeout",
-            device, want, cudaGetErrorString(err));
-    return;
-  }
-  CC_INFO(kSubsysInit, "CUDA device %d: %zu bytes of stack per thread reserved for collcomm's kernels (largest frame %zu)",
-          device, want, stackBytes);
-}
-
-}  // namespace
 
 Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
   int device = 0;
