@@ -2,101 +2,144 @@
 """Fit the host cost model's constants (src/plan/host_model.cc) to host_model.sh's times.
 
 Input: a TSV of class, series, bytes, time (us), several repetitions per point; the fastest counts.
-Each series is fitted as time = a + b * bytes, NCCL's latency + bandwidth shape: a is the median time
-of the messages of at most 512 bytes, b the median per-byte time above a from 256 KiB up.
-The sizes between (a few steps each, where per-step costs neither term holds dominate) are where the
-model errs most; the table printed shows by how much. The model's constants follow from the
-two-rank shapes host_model.cc gives:
-  sendrecv       a = op + hop(Simple)        b = 1 / point-to-point throughput
-  ring_simple    a = op + 2 hop(Simple)      b = 1 / throughput(Simple)   (2(n-1)/n = 1 at n = 2)
-  ring_ll        a = op + 2 hop(LL)          b = 1 / throughput(LL)
-  oneshot        a = op + hop(Simple)        b = 1 / one-shot throughput
-  direct         a = op + 3 hop(Simple)      b = 1 / Direct throughput
+Each series is fitted as time = a + bytes / rate, NCCL's latency + bandwidth shape, with two rates
+split at the stream threshold (SPLIT, bytes; host_model.h kHostModelCacheSplitBytes): a is the
+median time of the messages of at most 512 bytes; the in-cache rate is the one of least worst
+relative error over the points from 256 KiB up to SPLIT, the out-of-cache rate the same from SPLIT
+up (a series with no point there keeps its in-cache rate). The sizes between 512 B and 256 KiB (a few steps each, where
+per-step costs neither term holds dominate) are where the model errs most; the table printed shows
+by how much, and also the error of one rate for all sizes from 256 KiB up, the median of their
+bytes per us (the model before its cache term).
+The model's constants follow from the two-rank shapes host_model.cc gives:
+  sendrecv       a = op + hop(Simple)        rate = point-to-point throughput
+  ring_simple    a = op + 2 hop(Simple)      rate = throughput(Simple)   (2(n-1)/n = 1 at n = 2)
+  ring_ll        a = op + 2 hop(LL)          rate = throughput(LL)
+  oneshot        a = op + hop(Simple)        rate = one-shot throughput
+  direct         a = op + 3 hop(Simple)      rate = Direct throughput
 Prints the C++ rows and, for every point, the model's time against the measured one.
 """
 import collections
+import os
 import sys
 
 ORDER = ["threads", "processes", "net"]
-
+SERIES = ["sendrecv", "ring_simple", "ring_ll", "oneshot", "direct"]
 
 SMALL = 512  # bytes: latency-bound
 LARGE = 256 << 10  # bytes: bandwidth-bound
+# Where messages stop fitting in cache: the stream threshold of the machine the constants are for
+# (TunerConfig::defaultStreamThreshold: half the last-level cache, at least 4 MiB). The C++
+# constant kHostModelCacheSplitBytes must say the same.
+SPLIT = int(os.environ.get("SPLIT", 16 << 20))
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
 
 
 def fit(points):
-    """a: the median time of small messages; b: slope through the origin of (t - a) over large ones."""
-    small = sorted(t for x, t in points if x <= SMALL) or [min(t for _, t in points)]
-    a = small[len(small) // 2]
-    large = [(x, t - a) for x, t in points if x >= LARGE]
-    if not large:  # a series measured on small messages only (LL): its largest points
-        large = [(x, t - a) for x, t in sorted(points)[-2:] if x > SMALL]
-    # The median of the per-byte times: messages that fit in cache and ones that do not differ by
-    # 2-3x per byte here, and one rate for both should err alike either way.
-    slopes = sorted(y / x for x, y in large if x > 0)
-    b = slopes[len(slopes) // 2] if slopes else 1e-9
-    return a, max(b, 1e-9)
+    """(a, in-cache rate, out-of-cache rate, single rate from 256 KiB up) of one series."""
+    small = [t for x, t in points if x <= SMALL] or [min(t for _, t in points)]
+    a = median(small)
+
+    def median_rate(lo, hi):
+        # Bytes per us above a: the median (how the model was fitted with one rate).
+        r = [x / (t - a) for x, t in points if lo <= x < hi and t > a]
+        return median(r) if r else None
+
+    def minimax_rate(lo, hi):
+        # The rate whose worst relative error over these points is least: it errs alike either way.
+        pts = [(x, t) for x, t in points if lo <= x < hi and t > a]
+        if not pts:
+            return None
+        rates = [x / (t - a) for x, t in pts]
+        lo_r, hi_r = min(rates) / 2, max(rates) * 2
+        candidates = [lo_r * (hi_r / lo_r) ** (k / 4000) for k in range(4001)]
+        return min(candidates, key=lambda r: max(abs(a + x / r - t) / t for x, t in pts))
+
+    single = median_rate(LARGE, float("inf"))
+    if single is None:  # a series measured on small messages only (LL): its largest points
+        largest = [p for p in sorted(points)[-2:] if p[0] > SMALL]
+        single = median_rate(min(x for x, _ in largest), float("inf")) if largest else 1e9
+    inside = minimax_rate(LARGE, SPLIT) or single
+    outside = minimax_rate(SPLIT, float("inf")) or inside
+    return a, inside, outside, single
+
+
+def constants(f, which):
+    """The model's constants from the series' fits; which: 1 (in cache), 2 (beyond), 3 (one rate)."""
+    hop_s = max(f["ring_simple"][0] - f["sendrecv"][0], 0.05)
+    op = max(f["sendrecv"][0] - hop_s, 0.05)
+    hop_ll = max((f["ring_ll"][0] - op) / 2, 0.05) if "ring_ll" in f else hop_s
+
+    def r(s, fallback):
+        return f[s][which] if s in f else fallback
+
+    bw_s = r("ring_simple", 0)
+    return dict(op=op, hop=(hop_s, hop_ll), bw=(bw_s, r("ring_ll", bw_s)), one=r("oneshot", bw_s),
+                direct=r("direct", 0.0), p2p=r("sendrecv", 0))
+
+
+def model(r, series, x):
+    if series == "sendrecv":
+        return r["op"] + r["hop"][0] + x / r["p2p"]
+    if series == "ring_simple":
+        return r["op"] + 2 * r["hop"][0] + x / r["bw"][0]
+    if series == "ring_ll":
+        return r["op"] + 2 * r["hop"][1] + x / r["bw"][1]
+    if series == "oneshot":
+        return r["op"] + r["hop"][0] + x / r["one"]
+    return r["op"] + 3 * r["hop"][0] + x / (r["direct"] or r["bw"][0])
 
 
 def main():
     best = collections.defaultdict(dict)
     for line in open(sys.argv[1]):
         cls, series, size, t = line.split()
-        key = (cls, series)
         x, t = int(size), float(t)
         if t <= 0:
             continue
-        best[key][x] = min(t, best[key].get(x, float("inf")))
+        best[(cls, series)][x] = min(t, best[(cls, series)].get(x, float("inf")))
     rows = {}
     for cls in ORDER:
-        f = {s: fit(sorted(best[(cls, s)].items())) for s in ["sendrecv", "ring_simple", "ring_ll", "oneshot", "direct"]
-             if best[(cls, s)]}
+        f = {s: fit(sorted(best[(cls, s)].items())) for s in SERIES if best[(cls, s)]}
         if "sendrecv" not in f or "ring_simple" not in f:
             continue
-        hop_s = max(f["ring_simple"][0] - f["sendrecv"][0], 0.05)
-        op = max(f["sendrecv"][0] - hop_s, 0.05)
-        hop_ll = max((f["ring_ll"][0] - op) / 2, 0.05) if "ring_ll" in f else hop_s
-        bw_s = 1 / f["ring_simple"][1]
-        bw_ll = 1 / f["ring_ll"][1] if "ring_ll" in f else bw_s
-        one = 1 / f["oneshot"][1] if "oneshot" in f else bw_s
-        direct = 1 / f["direct"][1] if "direct" in f else 0.0
-        p2p = 1 / f["sendrecv"][1]
-        rows[cls] = dict(op=op, hop=(hop_s, hop_ll), bw=(bw_s, bw_ll), one=one, direct=direct, p2p=p2p)
+        rows[cls] = [constants(f, which) for which in (1, 2, 3)]  # in cache, beyond, one rate
 
-    print("// opUs  hopUs{Simple, LL}  bytesPerUs{Simple, LL}  oneShot  direct  p2p")
+    print(f"// split at {SPLIT} bytes; each rate {{in cache, beyond}}")
+    print("// opUs  hopUs{Simple, LL}  ring{Simple, LL}  oneShot  direct  p2p")
     for cls in ORDER:
         if cls not in rows:
             continue
-        r = rows[cls]
-        print(f"    {{{r['op']:.2f}, {{{r['hop'][0]:.2f}, {r['hop'][1]:.2f}}}, {{{r['bw'][0]:.0f}, {r['bw'][1]:.0f}}}, "
-              f"{r['one']:.0f}, {r['direct']:.0f}, {r['p2p']:.0f}}},  // {cls}")
+        i, o, _ = rows[cls]
 
-    def model(r, series, x):
-        if series == "sendrecv":
-            return r["op"] + r["hop"][0] + x / r["p2p"]
-        if series == "ring_simple":
-            return r["op"] + 2 * r["hop"][0] + x / r["bw"][0]
-        if series == "ring_ll":
-            return r["op"] + 2 * r["hop"][1] + x / r["bw"][1]
-        if series == "oneshot":
-            return r["op"] + r["hop"][0] + x / r["one"]
-        return r["op"] + 3 * r["hop"][0] + x / (r["direct"] or r["bw"][0])
+        def pair(key, idx=None):
+            a, b = (i[key], o[key]) if idx is None else (i[key][idx], o[key][idx])
+            return f"{{{a:.0f}, {b:.0f}}}"
 
-    print("\n| class | series | bytes | measured (us) | model (us) | error |")
-    print("|---|---|---|---|---|---|")
-    worst = collections.defaultdict(float)
+        print(f"    {{{i['op']:.2f}, {{{i['hop'][0]:.2f}, {i['hop'][1]:.2f}}}, {{{pair('bw', 0)}, {pair('bw', 1)}}}, "
+              f"{pair('one')}, {pair('direct')}, {pair('p2p')}}},  // {cls}")
+
+    print("\n| class | series | bytes | measured (us) | model (us) | error | one rate (us) | error |")
+    print("|---|---|---|---|---|---|---|---|")
+    worst = collections.defaultdict(lambda: [0.0, 0.0])
     for (cls, series), pts in sorted(best.items(), key=lambda kv: (ORDER.index(kv[0][0]), kv[0][1])):
         if cls not in rows:
             continue
+        i, o, one = rows[cls]
         for x, t in sorted(pts.items()):
-            m = model(rows[cls], series, x)
-            err = (m - t) / t
-            worst[cls] = max(worst[cls], abs(err))
-            print(f"| {cls} | {series} | {x} | {t:.2f} | {m:.2f} | {err:+.0%} |")
+            m = model(i if x < SPLIT else o, series, x)
+            m1 = model(one, series, x)
+            err, err1 = (m - t) / t, (m1 - t) / t
+            if x >= LARGE:
+                worst[cls] = [max(worst[cls][0], abs(err)), max(worst[cls][1], abs(err1))]
+            print(f"| {cls} | {series} | {x} | {t:.2f} | {m:.2f} | {err:+.0%} | {m1:.2f} | {err1:+.0%} |")
     print()
     for cls in ORDER:
         if cls in worst:
-            print(f"worst error, {cls}: {worst[cls]:.0%}")
+            print(f"worst error from {LARGE} B up, {cls}: {worst[cls][0]:.0%} (one rate: {worst[cls][1]:.0%})")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 # host_model.sh - measure the host cost model's constants on this machine (src/plan/host_model.cc).
 #
 #   bash perf/calibrate/host_model.sh            # prints the fitted table and each point's error
+#                                                # (about 2 minutes on the quiet 2-vCPU VM)
 #
 # For each link class (threads: one process, 2 threads; processes: 2 processes pinned one per core;
 # net: 2 processes with P2P and SHM disabled, so every byte goes through loopback sockets) it times
@@ -11,7 +12,7 @@
 # of kHostConstants, and the model's error at every measured point.
 #
 # Environment: BUILD_DIR [$REPO/build] (must hold perf/ and tools/ccrun), REPS [3],
-# SIZES [8,64,512,4K,32K,256K,1M,4M,16M], CLASSES [threads,processes,net], OUT_DIR
+# SIZES [8,64,512,4K,32K,256K,1M,4M,16M,32M], CLASSES [threads,processes,net], OUT_DIR
 # [/tmp/collcomm-calibrate].
 set -uo pipefail
 
@@ -19,7 +20,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 REPS="${REPS:-3}"
-SIZES="${SIZES:-8,64,512,4K,32K,256K,1M,4M,16M}"
+SIZES="${SIZES:-8,64,512,4K,32K,256K,1M,4M,16M,32M}"
 CLASSES="${CLASSES:-threads,processes,net}"
 OUT_DIR="${OUT_DIR:-/tmp/collcomm-calibrate}"
 for bin in perf/all_reduce_perf perf/sendrecv_perf tools/ccrun/ccrun; do

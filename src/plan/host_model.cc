@@ -7,15 +7,17 @@
 namespace collcomm::detail {
 namespace {
 
-// Fitted by perf/calibrate/host_model.sh on the 2-vCPU development VM (AMD EPYC Zen 4), two ranks
-// per class, fastest of 3 repetitions, 2026-11-27 03:11 UTC on a quiet machine (load 3 from the
-// run itself); the measured and modelled time of every point are in docs/lab/2026-11-27.md ("The
-// host cost model"). A floor of 0.05 us marks a hand-off the fit found no time for.
+// Fitted by perf/calibrate/host_model.sh on the 2-vCPU development VM (AMD EPYC Zen 4, 32 MiB L3),
+// two ranks per class, fastest of 6 repetitions (two runs, 2026-11-27 18:40 and 18:43 UTC, on a
+// quiet machine: load 3 from the runs themselves); each throughput {below kHostModelCacheSplitBytes, from it up}. The measured
+// and modelled time of every point are in docs/lab/2026-11-27.md ("The host model's cache term"). A
+// floor of 0.05 us marks a hand-off the fit found no time for; LL was measured up to 256 KiB only
+// (never planned beyond), so its one rate stands for both.
 constexpr HostLinkConstants kHostConstants[kHostLinkClassCount] = {
     // opUs  hopUs{Simple, LL}  bytesPerUs{Simple, LL}  oneShot  direct  p2p
-    {0.39, {0.18, 0.18}, {14155, 593}, 7343, 10978, 13131},  // threads
-    {0.37, {0.05, 0.05}, {15133, 592}, 11879, 5719, 11558},  // processes
-    {3.50, {5.53, 6.17}, {3416, 281}, 2457, 0, 2385},        // NET (loopback sockets)
+    {0.57, {0.05, 0.05}, {{18996, 8741}, {781, 781}}, {12904, 5557}, {17974, 7848}, {18658, 5327}},  // threads
+    {0.34, {0.05, 0.05}, {{18482, 8912}, {812, 812}}, {14999, 5733}, {8175, 3051}, {17575, 5688}},  // processes
+    {2.32, {5.93, 5.80}, {{3739, 2809}, {327, 327}}, {3399, 2472}, {0, 0}, {3433, 1892}},  // NET (loopback sockets)
 };
 
 // Hand-offs in sequence and bytes through one rank (sent or received, the larger) of a ring
@@ -69,24 +71,29 @@ double hostEstimateCollUs(CollKind kind, Algorithm algo, Protocol protocol, size
   const double bytes = static_cast<double>(size);
   const int proto = protocol == Protocol::kLL ? 1 : 0;
   const Shape ring = ringShape(kind, bytes, n);
+  // Whether the message fits in cache decides every rate of this operation.
+  const double ringRate = k.bytesPerUs[proto].at(bytes);
   switch (algo) {
-    case Algorithm::kOneShot:
-      if (n == 2) return k.opUs + k.hopUs[proto] + bytes / k.oneShotBytesPerUs;
+    case Algorithm::kOneShot: {
+      const double oneShotRate = k.oneShotBytesPerUs.at(bytes);
+      if (n == 2) return k.opUs + k.hopUs[proto] + bytes / oneShotRate;
       // Every input to every peer at once, then n inputs reduced: the sends share one rank's link.
-      return k.opUs + k.hopUs[0] + (n - 1) * bytes / k.bytesPerUs[0] + n * bytes / k.oneShotBytesPerUs;
+      return k.opUs + k.hopUs[0] + (n - 1) * bytes / k.bytesPerUs[0].at(bytes) + n * bytes / oneShotRate;
+    }
     case Algorithm::kDirect: {
       // A descriptor exchange and a "done" exchange around the copies; AllReduce adds "ready"
       // between its halves. Where Direct was not measured (NET: never planned), the ring's rate.
       const double tokens = kind == CollKind::kAllReduce ? 3 : 2;
-      const double rate = k.directBytesPerUs > 0 ? k.directBytesPerUs : k.bytesPerUs[0];
+      const double direct = k.directBytesPerUs.at(bytes);
+      const double rate = direct > 0 ? direct : k.bytesPerUs[0].at(bytes);
       return k.opUs + tokens * k.hopUs[0] + ring.rankBytes / rate;
     }
     case Algorithm::kTree:
       // Up the tree and down again, each pipelined: the whole message through every inner rank twice.
-      return k.opUs + 2 * treeDepth(n) * k.hopUs[proto] + 2 * bytes / k.bytesPerUs[proto];
+      return k.opUs + 2 * treeDepth(n) * k.hopUs[proto] + 2 * bytes / ringRate;
     case Algorithm::kRing: break;
   }
-  return k.opUs + ring.hops * k.hopUs[proto] + ring.rankBytes / k.bytesPerUs[proto];
+  return k.opUs + ring.hops * k.hopUs[proto] + ring.rankBytes / ringRate;
 }
 
 HostModelChoice hostModelChoice(CollKind kind, size_t bytes, int nranks, HostLinkClass c, int forcedAlgo,
@@ -116,7 +123,7 @@ HostModelChoice hostModelChoice(CollKind kind, size_t bytes, int nranks, HostLin
 double hostEstimateP2pUs(size_t sendBytes, size_t recvBytes, HostLinkClass c) {
   const HostLinkConstants& k = hostLinkConstants(c);
   const double most = static_cast<double>(sendBytes > recvBytes ? sendBytes : recvBytes);
-  return k.opUs + (most > 0 ? k.hopUs[0] : 0) + most / k.p2pBytesPerUs;
+  return k.opUs + (most > 0 ? k.hopUs[0] : 0) + most / k.p2pBytesPerUs.at(most);
 }
 
 }  // namespace collcomm::detail

@@ -8,7 +8,8 @@
 // Structure, per link class (threads of one process, processes on one host, NET) and protocol:
 //   time = per-operation cost + hand-offs x hand-off latency + bytes through one rank / throughput
 // with the hand-offs and the bytes per rank of each algorithm as the algorithm moves them
-// (host_model.cc). The constants are fitted on two ranks; more ranks extrapolate by that structure.
+// (host_model.cc), and each throughput one of two: the message's size decides whether it fits in
+// cache (kHostModelCacheSplitBytes). The constants are fitted on two ranks; more ranks extrapolate by that structure.
 //
 // Setup/control tier: plain arithmetic, no allocation.
 #pragma once
@@ -28,14 +29,30 @@ const char* hostLinkClassName(HostLinkClass c);
 // a thread of one process, processes otherwise.
 HostLinkClass hostLinkClassOf(const PlanShape& shape);
 
+// Where a message stops fitting in cache, for the model: the stream threshold
+// (TunerConfig::defaultStreamThreshold, half the last-level cache) of the machine the constants
+// were fitted on, whose 32 MiB L3 gives 16 MiB. A constant rather than this machine's threshold, so
+// every rank of a communicator that spans hosts estimates alike and chooses alike.
+inline constexpr size_t kHostModelCacheSplitBytes = size_t{16} << 20;
+
+// A throughput in bytes per us (MB/s) for messages below kHostModelCacheSplitBytes and for
+// messages from it up: beyond the cache every byte comes from memory, 1.5-2.5x slower here.
+struct HostRate {
+  double inCache;
+  double outOfCache;
+  double at(double messageBytes) const {
+    return messageBytes < static_cast<double>(kHostModelCacheSplitBytes) ? inCache : outOfCache;
+  }
+};
+
 // Measured constants of one link class (us, and bytes per us = MB/s).
 struct HostLinkConstants {
   double opUs;             // per operation: API, plan, waking the executor, the final wait
   double hopUs[2];         // one hand-off of a FIFO step to the next rank (Simple, LL)
-  double bytesPerUs[2];    // one rank's ring throughput: receive, reduce or copy, forward (Simple, LL)
-  double oneShotBytesPerUs;  // two-rank one-shot AllReduce: one input sent, two reduced
-  double directBytesPerUs;   // Direct: bytes copied out of a peer's buffer (0: not measured there)
-  double p2pBytesPerUs;      // Send/Recv: one peer's bytes through a point-to-point connection
+  HostRate bytesPerUs[2];  // one rank's ring throughput: receive, reduce or copy, forward (Simple, LL)
+  HostRate oneShotBytesPerUs;  // two-rank one-shot AllReduce: one input sent, two reduced
+  HostRate directBytesPerUs;   // Direct: bytes copied out of a peer's buffer (0: not measured there)
+  HostRate p2pBytesPerUs;      // Send/Recv: one peer's bytes through a point-to-point connection
 };
 
 // The model's estimate of `plan` on a communicator whose links are of class `c`, in us.

@@ -8,10 +8,12 @@
 //   network round trip (more ranks on few cores lost with it, so they keep 64 KiB).
 // - AllReduce on more than two ranks across hosts: the host model's argmin of Ring, OneShot and
 //   Tree, Simple and LL, over NET (plan/host_model.h hostModelChoice; what is forced is kept, and
-//   the LL rule above does not apply there); the thresholds stay where the model lacks a term: within one host (its rates err up to 2x from
-//   256 KiB, in cache and out of it, far more than the margins between the algorithms there) and
-//   for two ranks over NET (its one-shot/ring crossing falls at 48 KiB where 256 KiB was measured:
-//   one rate fitted from 256 KiB up misses the mid sizes by 40-50%). docs/planning.md.
+//   the LL rule above does not apply there); the thresholds stay where the model errs more than the
+//   margins between the algorithms: within one host (even with its cache term it misses 4-32 KiB by
+//   2-3x, and its choice measured 1.1-2.2x the fastest forced one at 4 KiB, 32 KiB and 4 MiB) and
+//   for two ranks over NET (with the cache term its one-shot/ring crossing, 217 KiB, is near the
+//   measured 256 KiB, but it errs up to 30% from 256 KiB up; not checked by planner_check.sh).
+//   docs/planning.md.
 // - Results stream past the cache from half the last-level cache up (at least 4 MiB): below that
 //   the next operation finds them in cache. Over NET from the whole cache (at least 8 MiB): the
 //   operation is bound by the kernel's per-packet work there, not by memory.

@@ -42,12 +42,12 @@ TEST(HostModel, RingHandOffsAndBytesPerRank) {
     for (int n : {2, 3, 8}) {
       // AllReduce: 2(n-1) hand-offs, 2(n-1)/n of the message through each rank.
       EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, 1 << 20, n), cls),
-                  k.opUs + 2 * (n - 1) * k.hopUs[0] + 2.0 * (n - 1) / n * mib / k.bytesPerUs[0], 1e-9);
+                  k.opUs + 2 * (n - 1) * k.hopUs[0] + 2.0 * (n - 1) / n * mib / k.bytesPerUs[0].inCache, 1e-9);
       // AllGather: n-1 hand-offs, (n-1)/n; Broadcast: n-1 hand-offs, the whole message.
       EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllGather, Algorithm::kRing, Protocol::kLL, 1 << 20, n), cls),
-                  k.opUs + (n - 1) * k.hopUs[1] + 1.0 * (n - 1) / n * mib / k.bytesPerUs[1], 1e-9);
+                  k.opUs + (n - 1) * k.hopUs[1] + 1.0 * (n - 1) / n * mib / k.bytesPerUs[1].inCache, 1e-9);
       EXPECT_NEAR(hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kRing, Protocol::kSimple, 1 << 20, n), cls),
-                  k.opUs + (n - 1) * k.hopUs[0] + mib / k.bytesPerUs[0], 1e-9);
+                  k.opUs + (n - 1) * k.hopUs[0] + mib / k.bytesPerUs[0].inCache, 1e-9);
     }
     // One rank: nothing but the call.
     EXPECT_EQ(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, 1 << 20, 1), cls), k.opUs);
@@ -70,18 +70,55 @@ TEST(HostModel, OneShotDirectAndPointToPoint) {
   const double b = 65536;
   // Two-rank one-shot: one hand-off, one input sent and two reduced.
   EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kOneShot, Protocol::kSimple, 65536, 2), cls),
-              k.opUs + k.hopUs[0] + b / k.oneShotBytesPerUs, 1e-9);
+              k.opUs + k.hopUs[0] + b / k.oneShotBytesPerUs.inCache, 1e-9);
   // More ranks: the inputs of n-1 peers come in, n are reduced.
   EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kOneShot, Protocol::kSimple, 65536, 4), cls),
-              k.opUs + k.hopUs[0] + 3 * b / k.bytesPerUs[0] + 4 * b / k.oneShotBytesPerUs, 1e-9);
+              k.opUs + k.hopUs[0] + 3 * b / k.bytesPerUs[0].inCache + 4 * b / k.oneShotBytesPerUs.inCache, 1e-9);
   // Direct AllReduce: three token exchanges; the others two.
   EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kDirect, Protocol::kSimple, 65536, 2), cls),
-              k.opUs + 3 * k.hopUs[0] + b / k.directBytesPerUs, 1e-9);
+              k.opUs + 3 * k.hopUs[0] + b / k.directBytesPerUs.inCache, 1e-9);
   EXPECT_NEAR(hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kDirect, Protocol::kSimple, 65536, 2), cls),
-              k.opUs + 2 * k.hopUs[0] + b / k.directBytesPerUs, 1e-9);
+              k.opUs + 2 * k.hopUs[0] + b / k.directBytesPerUs.inCache, 1e-9);
   // A point-to-point batch: its larger direction, one hand-off; nothing moved, only the call.
-  EXPECT_NEAR(hostEstimateP2pUs(65536, 1024, cls), k.opUs + k.hopUs[0] + b / k.p2pBytesPerUs, 1e-9);
+  EXPECT_NEAR(hostEstimateP2pUs(65536, 1024, cls), k.opUs + k.hopUs[0] + b / k.p2pBytesPerUs.inCache, 1e-9);
   EXPECT_EQ(hostEstimateP2pUs(0, 0, cls), k.opUs);
+}
+
+// The cache term: a message below kHostModelCacheSplitBytes moves at each in-cache rate, one from
+// it up at the out-of-cache rate, whatever the algorithm; measured, memory is the slower.
+TEST(HostModel, RatesChangeAtTheCacheSplit) {
+  const double split = static_cast<double>(kHostModelCacheSplitBytes);
+  const size_t below = kHostModelCacheSplitBytes - 4096, at = kHostModelCacheSplitBytes;
+  for (int c = 0; c < kHostLinkClassCount; ++c) {
+    const auto cls = static_cast<HostLinkClass>(c);
+    const HostLinkConstants& k = hostLinkConstants(cls);
+    EXPECT_LT(k.bytesPerUs[0].outOfCache, k.bytesPerUs[0].inCache) << hostLinkClassName(cls);
+    EXPECT_LT(k.oneShotBytesPerUs.outOfCache, k.oneShotBytesPerUs.inCache) << hostLinkClassName(cls);
+    EXPECT_LT(k.p2pBytesPerUs.outOfCache, k.p2pBytesPerUs.inCache) << hostLinkClassName(cls);
+    auto ring = [&](size_t bytes) {
+      return hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kRing, Protocol::kSimple, bytes, 2), cls);
+    };
+    EXPECT_NEAR(ring(below), k.opUs + k.hopUs[0] + (split - 4096) / k.bytesPerUs[0].inCache, 1e-6);
+    EXPECT_NEAR(ring(at), k.opUs + k.hopUs[0] + split / k.bytesPerUs[0].outOfCache, 1e-6);
+    EXPECT_GT(ring(at), ring(below));
+    EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kOneShot, Protocol::kSimple, at, 2), cls),
+                k.opUs + k.hopUs[0] + split / k.oneShotBytesPerUs.outOfCache, 1e-6);
+    EXPECT_NEAR(hostEstimateUs(plan(CollKind::kAllReduce, Algorithm::kTree, Protocol::kSimple, at, 4), cls),
+                k.opUs + 4 * k.hopUs[0] + 2 * split / k.bytesPerUs[0].outOfCache, 1e-6);
+    // A point-to-point batch: its larger direction decides.
+    EXPECT_NEAR(hostEstimateP2pUs(at, below, cls), k.opUs + k.hopUs[0] + split / k.p2pBytesPerUs.outOfCache, 1e-6);
+    EXPECT_NEAR(hostEstimateP2pUs(1024, below, cls),
+                k.opUs + k.hopUs[0] + (split - 4096) / k.p2pBytesPerUs.inCache, 1e-6);
+  }
+  // Direct between threads: its own rates on both sides; over NET it has none and takes the ring's.
+  const HostLinkConstants& t = hostLinkConstants(HostLinkClass::kThreads);
+  EXPECT_NEAR(hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kDirect, Protocol::kSimple, at, 2),
+                             HostLinkClass::kThreads),
+              t.opUs + 2 * t.hopUs[0] + split / t.directBytesPerUs.outOfCache, 1e-6);
+  const HostLinkConstants& net = hostLinkConstants(HostLinkClass::kNet);
+  EXPECT_NEAR(hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kDirect, Protocol::kSimple, at, 2),
+                             HostLinkClass::kNet),
+              net.opUs + 2 * net.hopUs[0] + split / net.bytesPerUs[0].outOfCache, 1e-6);
 }
 
 }  // namespace
