@@ -25,7 +25,7 @@ Status cudaLaunchCollective(const CudaCollArgs& args, struct CUstream_st* stream
 // args.nChannels blocks of args.nthreads threads, and returns without waiting; status and
 // pointers as cudaLaunchCollective. Errors (nothing queued): kInvalidArgument outside
 // CudaTreeArgs' contract, kCudaError when the launch fails. The CUDA executor's runTree calls it.
-// Compiled, not yet run on a GPU. Control tier; thread-safe.
+// Control tier; thread-safe.
 Status cudaLaunchTree(const CudaTreeArgs& args, struct CUstream_st* stream);
 
 // Queues the point-to-point kernel (p2p_kernel.cu: one block runs collectives/p2p.h over the

@@ -2,7 +2,8 @@
 // collectives/tree_all_reduce.h over four role Primitives<T, Fn, Proto, CudaPlatform> on the
 // channel's tree links, as the host executor's tree runner (host/host_run_tree.cc) does with
 // HostPlatform. Instantiated by kernel_shard.cu beside the ring kernels; launched by
-// cuda_launch.cu (cudaLaunchTree). Compiled, not yet run on a GPU.
+// cuda_launch.cu (cudaLaunchTree). First run on an H200 on 2026-11-27: 4 and 8 ranks, bit for bit
+// with the host executor's trees.
 //
 // Synchronisation: every Primitives step ends at a block barrier (Simple: releaseRecv and
 // postSend; LL: postSend's and releaseRecv's, acquireRecv's after staging), so when the algorithm
