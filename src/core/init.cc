@@ -285,10 +285,10 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
     CC_CHECK(checkGpuJob(comm));
     comm->mostRanksOnADevice = mostRanksOnOneDevice(comm->peers);
   }
-  CC_CHECK(connectRings(comm,
-                        gpu ? gpuChannelsToConnect(config.channelsGiven, config.minChannels, config.maxChannels)
-                            : config.minChannels,
-                        deadline));
+  CC_CHECK(connectRings(
+      comm,
+      gpu ? gpuChannelsToConnect(config.channelsGiven, config.minChannels, config.maxChannels) : config.minChannels,
+      deadline));
   CC_CHECK(agreeRingStep(comm, deadline));
   if (comm->usesNet && comm->netSpinCount != comm->spinCount)
     CC_INFO(kSubsysInit,

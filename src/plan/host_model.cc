@@ -9,14 +9,15 @@ namespace {
 
 // Fitted by perf/calibrate/host_model.sh on the 2-vCPU development VM (AMD EPYC Zen 4, 32 MiB L3),
 // two ranks per class, fastest of 6 repetitions (two runs, 2026-11-27 18:40 and 18:43 UTC, on a
-// quiet machine: load 3 from the runs themselves); each throughput {below kHostModelCacheSplitBytes, from it up}. The measured
-// and modelled time of every point are in docs/lab/2026-11-27.md ("The host model's cache term"). A
-// floor of 0.05 us marks a hand-off the fit found no time for; LL was measured up to 256 KiB only
-// (never planned beyond), so its one rate stands for both.
+// quiet machine: load 3 from the runs themselves); each throughput is {below
+// kHostModelCacheSplitBytes, from it up}. The measured and modelled time of every point are in
+// docs/lab/2026-11-27.md ("The host model's cache term"). A floor of 0.05 us marks a hand-off the
+// fit found no time for; LL was measured up to 256 KiB only (never planned beyond), so its one
+// rate stands for both.
 constexpr HostLinkConstants kHostConstants[kHostLinkClassCount] = {
     // opUs  hopUs{Simple, LL}  bytesPerUs{Simple, LL}  oneShot  direct  p2p
     {0.57, {0.05, 0.05}, {{18996, 8741}, {781, 781}}, {12904, 5557}, {17974, 7848}, {18658, 5327}},  // threads
-    {0.34, {0.05, 0.05}, {{18482, 8912}, {812, 812}}, {14999, 5733}, {8175, 3051}, {17575, 5688}},  // processes
+    {0.34, {0.05, 0.05}, {{18482, 8912}, {812, 812}}, {14999, 5733}, {8175, 3051}, {17575, 5688}},   // processes
     {2.32, {5.93, 5.80}, {{3739, 2809}, {327, 327}}, {3399, 2472}, {0, 0}, {3433, 1892}},  // NET (loopback sockets)
 };
 

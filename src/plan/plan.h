@@ -104,10 +104,10 @@ inline Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& s
   const size_t elem = dtypeSize(op.dtype);
   const size_t bytes = op.count * elem * (perRank ? static_cast<size_t>(shape.nranks) : 1);
   Plan p{};
-  static_cast<CollPlan&>(p) = shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels,
-                                                                      shape.gpuSharedDevice)
-                                        : planCollective(cfg, op.kind, bytes, shape.nranks, shape.nChannels,
-                                                         shape.reach, shape.overNet, shape.nHosts);
+  static_cast<CollPlan&>(p) =
+      shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels, shape.gpuSharedDevice)
+                : planCollective(cfg, op.kind, bytes, shape.nranks, shape.nChannels, shape.reach, shape.overNet,
+                                 shape.nHosts);
   p.kind = op.kind;
   p.count = op.count;
   p.bytes = bytes;

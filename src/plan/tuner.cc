@@ -201,8 +201,10 @@ CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, 
     else if (cfg.forcedAlgo == static_cast<int>(Algorithm::kTree))
       plan.algo = Algorithm::kTree;
   }
-  if (cfg.forcedProto >= 0) plan.proto = static_cast<Protocol>(cfg.forcedProto);
-  else if (!sharedDevice && bytes <= kLlMaxBytes) plan.proto = Protocol::kLL;
+  if (cfg.forcedProto >= 0)
+    plan.proto = static_cast<Protocol>(cfg.forcedProto);
+  else if (!sharedDevice && bytes <= kLlMaxBytes)
+    plan.proto = Protocol::kLL;
   const size_t wanted = (bytes + kBytesPerChannel - 1) / kBytesPerChannel;
   plan.nChannels = static_cast<int>(std::clamp<size_t>(wanted, 1, static_cast<size_t>(std::max(maxChannels, 1))));
   return plan;

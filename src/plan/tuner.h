@@ -100,7 +100,7 @@ CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, 
 // COLLCOMM_MAX_NCHANNELS (or the config's) when the user gave either (channelsGiven).
 inline int gpuChannelsToConnect(bool channelsGiven, int minChannels, int maxChannels) {
   if (!channelsGiven) return kGpuDefaultChannels;
-  return kGpuDefaultChannels < minChannels ? minChannels
+  return kGpuDefaultChannels < minChannels   ? minChannels
          : kGpuDefaultChannels > maxChannels ? maxChannels
                                              : kGpuDefaultChannels;
 }

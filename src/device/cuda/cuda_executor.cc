@@ -262,8 +262,8 @@ class CudaExecutor final : public Executor {
   // launched (ranks sharing an H200 have stalled in their first operations: docs/gpu.md).
   void traceLaunch(const char* what, const char* stage) const {
     CC_TRACE(kSubsysColl, "rank %d: launch %llu (%s) %s at %.6f s", rank_,
-             static_cast<unsigned long long>(launches_.load(std::memory_order_relaxed)),
-             what, stage, std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
+             static_cast<unsigned long long>(launches_.load(std::memory_order_relaxed)), what, stage,
+             std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
   }
 
   Status failure(const char* const* hostNames, std::string* message) const override {

@@ -68,13 +68,15 @@ void reserveKernelStacks(int device, size_t stackBytes) {
   const cudaError_t err = cudaDeviceSetLimit(cudaLimitStackSize, want);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky: nothing else failed
-    CC_WARN("CUDA device %d: reserving %zu bytes of stack per thread for collcomm's kernels failed (%s); a rank's first "
-            "launch of a kernel with a larger stack may then wait for its peers' running kernels until the timeout",
-            device, want, cudaGetErrorString(err));
+    CC_WARN(
+        "CUDA device %d: reserving %zu bytes of stack per thread for collcomm's kernels failed (%s); a rank's first "
+        "launch of a kernel with a larger stack may then wait for its peers' running kernels until the timeout",
+        device, want, cudaGetErrorString(err));
     return;
   }
-  CC_INFO(kSubsysInit, "CUDA device %d: %zu bytes of stack per thread reserved for collcomm's kernels (largest frame %zu)",
-          device, want, stackBytes);
+  CC_INFO(kSubsysInit,
+          "CUDA device %d: %zu bytes of stack per thread reserved for collcomm's kernels (largest frame %zu)", device,
+          want, stackBytes);
 }
 
 }  // namespace

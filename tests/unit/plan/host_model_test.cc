@@ -107,18 +107,18 @@ TEST(HostModel, RatesChangeAtTheCacheSplit) {
                 k.opUs + 4 * k.hopUs[0] + 2 * split / k.bytesPerUs[0].outOfCache, 1e-6);
     // A point-to-point batch: its larger direction decides.
     EXPECT_NEAR(hostEstimateP2pUs(at, below, cls), k.opUs + k.hopUs[0] + split / k.p2pBytesPerUs.outOfCache, 1e-6);
-    EXPECT_NEAR(hostEstimateP2pUs(1024, below, cls),
-                k.opUs + k.hopUs[0] + (split - 4096) / k.p2pBytesPerUs.inCache, 1e-6);
+    EXPECT_NEAR(hostEstimateP2pUs(1024, below, cls), k.opUs + k.hopUs[0] + (split - 4096) / k.p2pBytesPerUs.inCache,
+                1e-6);
   }
   // Direct between threads: its own rates on both sides; over NET it has none and takes the ring's.
   const HostLinkConstants& t = hostLinkConstants(HostLinkClass::kThreads);
-  EXPECT_NEAR(hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kDirect, Protocol::kSimple, at, 2),
-                             HostLinkClass::kThreads),
-              t.opUs + 2 * t.hopUs[0] + split / t.directBytesPerUs.outOfCache, 1e-6);
+  EXPECT_NEAR(
+      hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kDirect, Protocol::kSimple, at, 2), HostLinkClass::kThreads),
+      t.opUs + 2 * t.hopUs[0] + split / t.directBytesPerUs.outOfCache, 1e-6);
   const HostLinkConstants& net = hostLinkConstants(HostLinkClass::kNet);
-  EXPECT_NEAR(hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kDirect, Protocol::kSimple, at, 2),
-                             HostLinkClass::kNet),
-              net.opUs + 2 * net.hopUs[0] + split / net.bytesPerUs[0].outOfCache, 1e-6);
+  EXPECT_NEAR(
+      hostEstimateUs(plan(CollKind::kBroadcast, Algorithm::kDirect, Protocol::kSimple, at, 2), HostLinkClass::kNet),
+      net.opUs + 2 * net.hopUs[0] + split / net.bytesPerUs[0].outOfCache, 1e-6);
 }
 
 }  // namespace
