@@ -1,4 +1,4 @@
-// The CUDA side of ccMemAlloc, ccMemFree and ccCommRegister (device/executor.h): device memory
+// The CUDA side of ccMemAlloc, ccMemFree and ccCommRegister (device/device_memory.h): device memory
 // of the caller's current device, and which device a pointer's memory belongs to.
 #include <cuda_runtime.h>
 
