@@ -13,8 +13,8 @@
 # BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
 # tests, 240), SKIP_NCCL=1 (no NCCL latency through PyTorch), SKIP_TESTS=1, CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
 # COLLCOMM_TIMEOUT (20: seconds a kernel waits on a peer), RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
-# OUT (the log folder; else ./gpu-check-logs), STEPS (the sections to run, of "tests copy latency nccl
-# algos probes sweeps"; all by default), LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
+# OUT (the log folder; else ./gpu-check-logs), STEPS (the sections to run, of "tests stalls copy latency nccl
+# algos probes sweeps"; all by default), STALL_REPEATS (4), STALL_ENV, LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
 # libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
 # libxml2.so.2 but no libxml2-dev: there cmake needs a copy of /usr/include/libxml2 (2.9), by
 # default looked for in build-deps/libxml2 (ignored by git, so it can be carried), or a BUILD_DIR
@@ -38,6 +38,7 @@ CUDA_ARCHS=${CUDA_ARCHS:-90}
 TEST_TIMEOUT=${TEST_TIMEOUT:-240}  # 180 before the forced-tree 4- and 8-rank sweeps (the 8-rank ring sweep: 23 s on an H200)
 RANK_COUNTS=${RANK_COUNTS:-2 4 8}
 DEADLINE=${DEADLINE:-470}  # seconds from the start by which the last perf run must end
+STALL_REPEATS=${STALL_REPEATS:-4}
 export PATH="/usr/local/cuda/bin:$PATH"
 # Ranks sharing the GPU wait for each other's kernels, each on its own stream: with CUDA's default
 # of 8 hardware queues two streams can share one and a kernel queue behind a spinning peer.
@@ -51,7 +52,7 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PA
 export LD_LIBRARY_PATH="$BUILD_DIR:$LD_LIBRARY_PATH"
 START=$(date +%s)
 # want <section>: whether STEPS names it (all of them when STEPS is unset).
-want() { [[ " ${STEPS:-tests copy latency nccl algos probes sweeps} " == *" $1 "* ]]; }
+want() { [[ " ${STEPS:-tests stalls copy latency nccl algos probes sweeps} " == *" $1 "* ]]; }
 want tests || SKIP_TESTS=1
 want nccl || SKIP_NCCL=1
 FAILED=()
@@ -208,6 +209,53 @@ else
   TEST_SUMMARY="none: no test has the label gpu and there is no $BUILD_DIR/tests/collcomm_gpu_tests"
   failed "GPU tests: $TEST_SUMMARY"
 fi
+
+# ---- 2b. First-operation stalls (issue 26): the commands whose first operations stopped at the
+# kernels' deadline on an H200 (2026-11-27), shortened to the warm-up and two timed operations per
+# size, each STALL_REPEATS times, with every launch traced (COLLCOMM_DEBUG=TRACE, subsystem COLL,
+# and INIT for the stack reserved at init) and a 10 s deadline. STALL_ENV (e.g.
+# CUDA_MODULE_LOADING=EAGER) is added to every run, to try a cause. A run that stops at the deadline
+# is counted and its log kept (stall-<name>-<i>.log); the summary prints the counts.
+STALL_LINES=()
+if want stalls; then
+step "first-operation stalls: $STALL_REPEATS runs of each command, traced, 10 s deadline${STALL_ENV:+ ($STALL_ENV)}"
+stall_cmds=(
+  "ar-t4-small|all_reduce_perf -t 4 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
+  "ar-t8-small|all_reduce_perf -t 8 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
+  "ag-t8-small|all_gather_perf -t 8 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
+  "ar-t8-large|all_reduce_perf -t 8 -b 256M -e 1G -f 2 -n 1 -w 1 -c 0"
+  "ag-t4-large|all_gather_perf -t 4 -b 256M -e 1G -f 2 -n 1 -w 1 -c 0"
+  "ar-t8-sync|all_reduce_perf -t 8 -b 8 -e 8 -n 20 -w 5 -c 0 -I 1"
+)
+for entry in "${stall_cmds[@]}"; do
+  name=${entry%%|*}
+  read -r -a argv <<<"${entry#*|}"
+  stalled=0 ran=0 secs=()
+  for i in $(seq 1 "$STALL_REPEATS"); do
+    [ $((DEADLINE - $(elapsed))) -lt 25 ] && break
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086  # STALL_ENV is a list of VAR=value words
+    env ${STALL_ENV:-} COLLCOMM_TIMEOUT=10 COLLCOMM_DEBUG=TRACE COLLCOMM_DEBUG_SUBSYS=COLL,INIT \
+      timeout --kill-after=5 30 "$PERF/${argv[0]}" --gpu "$GPU_DEVICE" "${argv[@]:1}" >"$LOG_DIR/stall-$name-$i.log" 2>&1
+    rc=$?
+    secs+=("$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')")
+    ran=$((ran + 1))
+    if [ "$rc" != 0 ]; then
+      stalled=$((stalled + 1))
+      grep -m 3 -E "timed out|left the operation|error" "$LOG_DIR/stall-$name-$i.log" | cut -c1-300
+    else
+      rm -f "$LOG_DIR/stall-$name-$i.log"
+    fi
+  done
+  line="$name: $stalled of $ran runs failed (seconds: ${secs[*]})"
+  echo "$line"
+  STALL_LINES+=("$line")
+  [ "$stalled" != 0 ] && failed "stalls: $line"
+done
+# The stack the executor reserved at init (one run's INFO line).
+COLLCOMM_DEBUG=INFO COLLCOMM_DEBUG_SUBSYS=INIT timeout 30 "$PERF/all_reduce_perf" --gpu "$GPU_DEVICE" -t 2 -b 8 -e 8 \
+  -n 1 -w 1 -c 0 2>&1 | grep -m 2 "stack" | tee "$LOG_DIR/stack.log"
+fi  # stalls
 
 # ---- 3. Device-to-device copy reference
 COPY_GBPS=""
@@ -420,6 +468,8 @@ step "summary (logs: $LOG_DIR)"
   echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i "$GPU_DEVICE" 2>/dev/null)"
   echo "build: $BUILD_DIR"
   echo "GPU tests: $TEST_SUMMARY"
+  for l in "${STALL_LINES[@]}"; do echo "stalls: $l"; done
+  [ -s "$LOG_DIR/stack.log" ] && echo "stack: $(cat "$LOG_DIR/stack.log")"
   echo "device-to-device copy: ${COPY_GBPS:-?} GB/s copied (256 MiB)"
   echo
   echo "busbw GB/s (out-of-place/in-place); ranks x out-of-place busbw as % of the copy rate"
