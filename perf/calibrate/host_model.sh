@@ -8,8 +8,10 @@
 # net: 2 processes with P2P and SHM disabled, so every byte goes through loopback sockets) it times
 # sendrecv and AllReduce with each algorithm and protocol forced, two ranks, over sizes from 8 B to
 # 16 MiB, and keeps the fastest of REPS repetitions (a shared machine's slow phases only ever add
-# time). fit_host_model.py fits the model's constants to those times and prints them as the rows
-# of kHostConstants, and the model's error at every measured point.
+# time). It also records each class's ring step payloads (Simple, LL) as the communicator's INFO
+# line reports them, in steps.tsv: the model counts a slice's FIFO steps with them.
+# fit_host_model.py fits the model's constants to those times and prints them as the rows of
+# kHostConstants, and the model's error at every measured point.
 #
 # Environment: BUILD_DIR [$REPO/build] (must hold perf/ and tools/ccrun), REPS [3],
 # SIZES [8,64,512,4K,32K,256K,1M,4M,16M,32M], CLASSES [threads,processes,net], OUT_DIR
@@ -51,6 +53,16 @@ launch() {  # class -> the command prefix that starts two ranks of it
 }
 TSV="$OUT_DIR/times.tsv"
 : >"$TSV"
+STEPS="$OUT_DIR/steps.tsv"
+: >"$STEPS"
+for cls in ${CLASSES//,/ }; do
+  threads=1
+  [[ "$cls" == threads ]] && threads=2
+  # shellcheck disable=SC2046
+  env COLLCOMM_DEBUG=INFO COLLCOMM_DEBUG_SUBSYS=INIT timeout 60 $(launch "$cls") "$BUILD_DIR/perf/all_reduce_perf" \
+      -t "$threads" -b 8 -e 8 -n 1 -w 0 -c 0 2>&1 |
+    sed -n 's/.*ring steps of \([0-9]*\) bytes (LL: \([0-9]*\)).*/\1\t\2/p' | head -1 | sed "s/^/$cls\t/" >>"$STEPS"
+done
 for rep in $(seq 1 "$REPS"); do
   for cls in ${CLASSES//,/ }; do
     threads=1
@@ -74,4 +86,4 @@ for rep in $(seq 1 "$REPS"); do
     done
   done
 done
-python3 "$HERE/fit_host_model.py" "$TSV"
+python3 "$HERE/fit_host_model.py" "$TSV" "$STEPS"

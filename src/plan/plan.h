@@ -107,7 +107,7 @@ inline Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& s
   static_cast<CollPlan&>(p) =
       shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels, shape.gpuSharedDevice)
                 : planCollective(cfg, op.kind, bytes, shape.nranks, shape.nChannels, shape.reach, shape.overNet,
-                                 shape.nHosts);
+                                 shape.nHosts, shape.simpleStepBytes, shape.llStepBytes);
   p.kind = op.kind;
   p.count = op.count;
   p.bytes = bytes;

@@ -129,7 +129,7 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectRea
 }
 
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
-                        DirectReach reach, bool overNet, int nHosts) {
+                        DirectReach reach, bool overNet, int nHosts, size_t simpleStepBytes, size_t llStepBytes) {
   const bool streamSteps = !overNet && bytes >= cfg.stepStreamThreshold;
   const size_t streamFrom = overNet ? cfg.netStreamThreshold : cfg.streamThreshold;
   CollPlan plan{Protocol::kSimple, Algorithm::kRing, nChannels, bytes >= streamFrom, streamSteps,
@@ -156,8 +156,9 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
   if (kind == CollKind::kAllReduce && nranks >= 2) {
     const bool forcedHere = cfg.forcedAlgo >= 0 && cfg.forcedAlgo != static_cast<int>(Algorithm::kDirect);
     if (nHosts > 1 && nranks > 2) {
-      const HostModelChoice m = hostModelChoice(kind, bytes, nranks, HostLinkClass::kNet,
-                                                forcedHere ? cfg.forcedAlgo : -1, cfg.forcedProto);
+      const HostModelChoice m =
+          hostModelChoice(kind, bytes, nranks, HostLinkClass::kNet, forcedHere ? cfg.forcedAlgo : -1, cfg.forcedProto,
+                          HostStepBytes{simpleStepBytes, llStepBytes});
       plan.algo = m.algo;
       plan.proto = m.proto;
     } else if (forcedHere)

@@ -82,9 +82,12 @@ Status loadTunerConfig(TunerConfig* out);
 // reach: whether (and how) the communicator can run Direct; overNet: some of this rank's
 // connections are NET (not the same on every rank: it steers only what stays local, such as
 // streaming, and two ranks' one-shot); nHosts: the hosts the ranks are on (every rank counts alike:
-// above one, AllReduce takes the host model's argmin over NET, plan/host_model.h).
+// above one, AllReduce takes the host model's argmin over NET, plan/host_model.h); simpleStepBytes
+// and llStepBytes: the ring's step payloads (PlanShape's, the same on every rank; 0: unknown), with
+// which the model counts the steps a slice takes.
 CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int nChannels,
-                        DirectReach reach = DirectReach::kNone, bool overNet = false, int nHosts = 1);
+                        DirectReach reach = DirectReach::kNone, bool overNet = false, int nHosts = 1,
+                        size_t simpleStepBytes = 0, size_t llStepBytes = 0);
 
 // A GPU communicator's collective: ring (OneShot for small two-rank AllReduce, and on any number of
 // ranks when forced), channels growing with the size up to maxChannels (what the device holds at

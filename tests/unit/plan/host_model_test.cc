@@ -9,7 +9,7 @@
 namespace collcomm::detail {
 namespace {
 
-Plan plan(CollKind kind, Algorithm algo, Protocol proto, size_t bytes, int nranks) {
+Plan plan(CollKind kind, Algorithm algo, Protocol proto, size_t bytes, int nranks, size_t stepBytes = 0) {
   Plan p{};
   p.kind = kind;
   p.algo = algo;
@@ -17,6 +17,7 @@ Plan plan(CollKind kind, Algorithm algo, Protocol proto, size_t bytes, int nrank
   p.bytes = bytes;
   p.nranks = nranks;
   p.nChannels = 1;
+  p.stepBytes = stepBytes;
   return p;
 }
 
@@ -82,6 +83,52 @@ TEST(HostModel, OneShotDirectAndPointToPoint) {
   // A point-to-point batch: its larger direction, one hand-off; nothing moved, only the call.
   EXPECT_NEAR(hostEstimateP2pUs(65536, 1024, cls), k.opUs + k.hopUs[0] + b / k.p2pBytesPerUs.inCache, 1e-9);
   EXPECT_EQ(hostEstimateP2pUs(0, 0, cls), k.opUs);
+}
+
+// The step term counts the FIFO steps Primitives cut a slice into beyond the one each hand-off
+// carries: a ring AllReduce round is n chunks of kChunkSteps steps, each rank sending 2(n-1) slices.
+TEST(HostModel, FurtherStepsAsPrimitivesCutSlices) {
+  const size_t step = 4096;
+  const size_t round2 = 2 * kChunkSteps * step;  // two ranks' round: two chunks
+  // A slice of at most one step: none further, however small (an empty step still hands off).
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllReduce, Algorithm::kRing, 8, 2, step), 0);
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllReduce, Algorithm::kRing, 2 * step, 2, step), 0);
+  // One byte more: each of the two slices takes two steps.
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllReduce, Algorithm::kRing, 2 * step + 2, 2, step), 2);
+  // Whole rounds: kChunkSteps steps a slice, 2(n-1) slices a round, less the 2(n-1) hand-offs.
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllReduce, Algorithm::kRing, 3 * round2, 2, step), 2.0 * 3 * kChunkSteps - 2);
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllReduce, Algorithm::kRing, 4 * kChunkSteps * step, 4, step),
+            6.0 * kChunkSteps - 6);
+  // Two-rank one-shot: the whole input through one connection; the tree: up, then down.
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllReduce, Algorithm::kOneShot, 5 * step, 2, step), 4);
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllReduce, Algorithm::kTree, 5 * step, 4, step), 8);
+  // AllGather: each rank's part forwarded n-1 times; Broadcast: the whole message.
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllGather, Algorithm::kRing, 3 * 2 * step, 3, step), 2);
+  EXPECT_EQ(hostFurtherSteps(CollKind::kBroadcast, Algorithm::kRing, 3 * step, 3, step), 2);
+  // No ring steps: Direct, one-shot on more ranks (per-peer connections), or an unknown step.
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllReduce, Algorithm::kDirect, 5 * step, 2, step), 0);
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllReduce, Algorithm::kOneShot, 5 * step, 4, step), 0);
+  EXPECT_EQ(hostFurtherSteps(CollKind::kAllReduce, Algorithm::kRing, 5 * step, 2, 0), 0);
+}
+
+// Each further step costs its protocol's stepUs on top of the rest of the estimate.
+TEST(HostModel, EstimateAddsTheStepCost) {
+  const size_t step = 131072, bytes = size_t{3} << 20;
+  for (int c = 0; c < kHostLinkClassCount; ++c) {
+    const auto cls = static_cast<HostLinkClass>(c);
+    const HostLinkConstants& k = hostLinkConstants(cls);
+    for (Protocol pr : {Protocol::kSimple, Protocol::kLL}) {
+      const int proto = pr == Protocol::kLL ? 1 : 0;
+      for (Algorithm a : {Algorithm::kRing, Algorithm::kOneShot, Algorithm::kTree}) {
+        const int n = a == Algorithm::kTree ? 4 : 2;
+        const double withSteps = hostEstimateUs(plan(CollKind::kAllReduce, a, pr, bytes, n, step), cls);
+        const double without = hostEstimateUs(plan(CollKind::kAllReduce, a, pr, bytes, n), cls);
+        EXPECT_NEAR(withSteps - without, hostFurtherSteps(CollKind::kAllReduce, a, bytes, n, step) * k.stepUs[proto],
+                    1e-9)
+            << hostLinkClassName(cls) << " " << algorithmName(a) << "/" << protocolName(pr);
+      }
+    }
+  }
 }
 
 // The cache term: a message below kHostModelCacheSplitBytes moves at each in-cache rate, one from
