@@ -14,7 +14,7 @@
 # tests, 240), SKIP_NCCL=1 (no NCCL latency through PyTorch), SKIP_TESTS=1, CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
 # COLLCOMM_TIMEOUT (20: seconds a kernel waits on a peer), RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
 # OUT (the log folder; else ./gpu-check-logs), STEPS (the sections to run, of "tests stalls copy latency nccl
-# algos probes sweeps"; all by default), STALL_REPEATS (4), STALL_ENV, LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
+# algos probes sweeps"; all by default), STALL_REPEATS (4), STALL_TIMEOUT (10), STALL_ENV, STALL_ONLY, LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
 # libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
 # libxml2.so.2 but no libxml2-dev: there cmake needs a copy of /usr/include/libxml2 (2.9), by
 # default looked for in build-deps/libxml2 (ignored by git, so it can be carried), or a BUILD_DIR
@@ -39,6 +39,7 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-240}  # 180 before the forced-tree 4- and 8-rank sw
 RANK_COUNTS=${RANK_COUNTS:-2 4 8}
 DEADLINE=${DEADLINE:-470}  # seconds from the start by which the last perf run must end
 STALL_REPEATS=${STALL_REPEATS:-4}
+STALL_TIMEOUT=${STALL_TIMEOUT:-10}  # seconds a stalled kernel waits in the stalls section
 export PATH="/usr/local/cuda/bin:$PATH"
 # Ranks sharing the GPU wait for each other's kernels, each on its own stream: with CUDA's default
 # of 8 hardware queues two streams can share one and a kernel queue behind a spinning peer.
@@ -212,13 +213,13 @@ fi
 
 # ---- 2b. First-operation stalls (issue 26): the commands whose first operations stopped at the
 # kernels' deadline on an H200 (2026-11-27), shortened to the warm-up and two timed operations per
-# size, each STALL_REPEATS times, with every launch traced (COLLCOMM_DEBUG=TRACE, subsystem COLL,
-# and INIT for the stack reserved at init) and a 10 s deadline. STALL_ENV (e.g.
+# size, each STALL_REPEATS times (STALL_ONLY: some of them, by name), with every launch traced (COLLCOMM_DEBUG=TRACE, subsystem COLL,
+# and INIT for the stack reserved at init) and a deadline of STALL_TIMEOUT seconds. STALL_ENV (e.g.
 # CUDA_MODULE_LOADING=EAGER) is added to every run, to try a cause. A run that stops at the deadline
 # is counted and its log kept (stall-<name>-<i>.log); the summary prints the counts.
 STALL_LINES=()
 if want stalls; then
-step "first-operation stalls: $STALL_REPEATS runs of each command, traced, 10 s deadline${STALL_ENV:+ ($STALL_ENV)}"
+step "first-operation stalls: $STALL_REPEATS runs of each command, traced, $STALL_TIMEOUT s deadline${STALL_ENV:+ ($STALL_ENV)}"
 stall_cmds=(
   "ar-t4-small|all_reduce_perf -t 4 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
   "ar-t8-small|all_reduce_perf -t 8 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
@@ -226,16 +227,23 @@ stall_cmds=(
   "ar-t8-large|all_reduce_perf -t 8 -b 256M -e 1G -f 2 -n 1 -w 1 -c 0"
   "ag-t4-large|all_gather_perf -t 4 -b 256M -e 1G -f 2 -n 1 -w 1 -c 0"
   "ar-t8-sync|all_reduce_perf -t 8 -b 8 -e 8 -n 20 -w 5 -c 0 -I 1"
+  "ar-t4-ll|COLLCOMM_ALGO=Ring COLLCOMM_PROTO=LL all_reduce_perf -t 4 -b 8 -e 512K -f 4 -n 2 -w 10 -c 0"
 )
 for entry in "${stall_cmds[@]}"; do
   name=${entry%%|*}
-  read -r -a argv <<<"${entry#*|}"
+  # STALL_ONLY (names, space-separated) picks some of the commands.
+  [ -n "${STALL_ONLY:-}" ] && [[ " $STALL_ONLY " != *" $name "* ]] && continue
+  read -r -a words <<<"${entry#*|}"
+  assigns=() argv=()
+  for w in "${words[@]}"; do
+    if [ ${#argv[@]} = 0 ] && [[ "$w" == *=* ]]; then assigns+=("$w"); else argv+=("$w"); fi
+  done
   stalled=0 ran=0 secs=()
   for i in $(seq 1 "$STALL_REPEATS"); do
     [ $((DEADLINE - $(elapsed))) -lt 25 ] && break
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086  # STALL_ENV is a list of VAR=value words
-    env ${STALL_ENV:-} COLLCOMM_TIMEOUT=10 COLLCOMM_DEBUG=TRACE COLLCOMM_DEBUG_SUBSYS=COLL,INIT \
+    env ${STALL_ENV:-} "${assigns[@]}" COLLCOMM_TIMEOUT="$STALL_TIMEOUT" COLLCOMM_DEBUG=TRACE COLLCOMM_DEBUG_SUBSYS=COLL,INIT \
       timeout --kill-after=5 30 "$PERF/${argv[0]}" --gpu "$GPU_DEVICE" "${argv[@]:1}" >"$LOG_DIR/stall-$name-$i.log" 2>&1
     rc=$?
     secs+=("$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')")

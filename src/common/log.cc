@@ -99,8 +99,7 @@ std::string versionBanner() {
   char text[96];
   ccVersionText(CC_VERSION_CODE, text, sizeof(text));
 #ifdef CC_BUILD_CUDA_VERSION
-  return std::string(text) + " (host executor; CUDA kernels compiled with CUDA " CC_BUILD_CUDA_VERSION
-                             ", not in use yet)";
+  return std::string(text) + " (host executor; CUDA executor, kernels compiled with CUDA " CC_BUILD_CUDA_VERSION ")";
 #else
   return std::string(text) + " (host executor; built without CUDA)";
 #endif

@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -31,6 +32,24 @@ Status cudaFailed(cudaError_t err, const char* what) {
     const cudaError_t ccCudaErr_ = (call);                \
     if (ccCudaErr_ != cudaSuccess) return cudaFailed(ccCudaErr_, #call); \
   } while (0)
+
+// Ranks sharing a device each launch on their own stream, and CUDA feeds streams to the GPU through
+// CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless set, 32 at most). Where two ranks' streams
+// share a queue, a rank's next kernel, waiting there for its own previous one, holds back the peer
+// kernel that previous one spins on, until the timeout: on an H200, 8 ranks' back-to-back 8 B
+// allreduce stalled in 9 of 9 runs with 1 queue, 2 of 10 with 8 and 1 of 30 with 32
+// (docs/gpu.md, "Ranks sharing a GPU"). Said once per process.
+void warnSharedDeviceQueues(int device, int ranksOnDevice) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    const char* queues = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    CC_WARN("up to %d ranks share CUDA device %d, each launching on its own stream through CUDA's hardware queues "
+            "(CUDA_DEVICE_MAX_CONNECTIONS=%s): where two ranks' streams share a queue, their back-to-back operations "
+            "can hold each other back until the timeout. Set CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts, or "
+            "give each rank its own GPU (docs/gpu.md, \"Ranks sharing a GPU\")",
+            ranksOnDevice, device, queues != nullptr ? queues : "unset: 8");
+  });
+}
 
 // Written by the host, read by the kernels (abortFlag), and the other way round (status): in
 // pinned host memory mapped into the device's address space, so neither side waits on a copy.
@@ -62,6 +81,8 @@ class CudaExecutor final : public Executor {
     CC_CHECK(cudaPrepareKernels(kThreads, &blocksPerSm));
     CC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
     const int ranksOnDevice = std::max(1, s.mostRanksOnADevice);
+    sharesDevice_ = ranksOnDevice > 1;
+    if (sharesDevice_) warnSharedDeviceQueues(device_, ranksOnDevice);
     maxChannels_ = std::min<int>({kCudaMaxChannels, static_cast<int>(s.channels.size()),
                                   blocksPerSm * sms / ranksOnDevice});
     if (maxChannels_ < 1 && nranks_ > 1)
@@ -278,6 +299,8 @@ class CudaExecutor final : public Executor {
       *message += hostNames[st.peerRank];
       *message += ")";
     }
+    if (sharesDevice_ && static_cast<CudaFailReason>(st.reason) == CudaFailReason::kTimeout)
+      *message += "; ranks sharing a GPU can hold each other back in CUDA's hardware queues (see the warning at init)";
     return s;
   }
 
@@ -409,6 +432,7 @@ class CudaExecutor final : public Executor {
   int nranks_ = 1;
   int nChannels_ = 0;
   int maxChannels_ = 1;
+  bool sharesDevice_ = false;  // another rank of the communicator launches on this device (warnSharedDeviceQueues)
   bool onePoller_ = true;  // Simple waits polled by one thread per block (COLLCOMM_GPU_POLLERS=0: all)
   uint64_t timeoutNs_ = 0;
   void* mapped_ = nullptr;  // MappedWords, host address
