@@ -43,11 +43,12 @@ void warnSharedDeviceQueues(int device, int ranksOnDevice) {
   static std::once_flag once;
   std::call_once(once, [&] {
     const char* queues = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-    CC_WARN("up to %d ranks share CUDA device %d, each launching on its own stream through CUDA's hardware queues "
-            "(CUDA_DEVICE_MAX_CONNECTIONS=%s): where two ranks' streams share a queue, their back-to-back operations "
-            "can hold each other back until the timeout. Set CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts, or "
-            "give each rank its own GPU (docs/gpu.md, \"Ranks sharing a GPU\")",
-            ranksOnDevice, device, queues != nullptr ? queues : "unset: 8");
+    CC_WARN(
+        "up to %d ranks share CUDA device %d, each launching on its own stream through CUDA's hardware queues "
+        "(CUDA_DEVICE_MAX_CONNECTIONS=%s): where two ranks' streams share a queue, their back-to-back operations "
+        "can hold each other back until the timeout. Set CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts, or "
+        "give each rank its own GPU (docs/gpu.md, \"Ranks sharing a GPU\")",
+        ranksOnDevice, device, queues != nullptr ? queues : "unset: 8");
   });
 }
 
