@@ -37,7 +37,7 @@ Status cudaFailed(cudaError_t err, const char* what) {
 // CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless set, 32 at most). Where two ranks' streams
 // share a queue, a rank's next kernel, waiting there for its own previous one, holds back the peer
 // kernel that previous one spins on, until the timeout: on an H200, 8 ranks' back-to-back 8 B
-// allreduce stalled in 9 of 9 runs with 1 queue, 2 of 10 with 8 and 1 of 30 with 32
+// allreduce stalled in 9 of 9 runs with 1 queue, 2 of 10 with 8 and 2 of 30 with 32
 // (docs/gpu.md, "Ranks sharing a GPU"). Said once per process.
 void warnSharedDeviceQueues(int device, int ranksOnDevice) {
   static std::once_flag once;
@@ -48,7 +48,7 @@ void warnSharedDeviceQueues(int device, int ranksOnDevice) {
         "(CUDA_DEVICE_MAX_CONNECTIONS=%s): where two ranks' streams share a queue, their back-to-back operations "
         "can hold each other back until the timeout. Set CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts, or "
         "give each rank its own GPU (docs/gpu.md, \"Ranks sharing a GPU\")",
-        ranksOnDevice, device, queues != nullptr ? queues : "unset: 8");
+        ranksOnDevice, device, queues != nullptr ? queues : "unset, so 8");
   });
 }
 
