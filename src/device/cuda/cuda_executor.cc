@@ -138,13 +138,11 @@ class CudaExecutor final : public Executor {
     if (c.algo == Algorithm::kDirect)
       return CC_ERROR(Status::kInvalidUsage, "%s on rank %d: Direct is not implemented on GPU communicators yet",
                       collName(c.kind), rank_);
-    launches_.fetch_add(1, std::memory_order_relaxed);
-    traceLaunch(collName(c.kind), "asked for");
-    const Status s = c.algo == Algorithm::kOneShot && nranks_ > 2 ? runOneShot(c, op)
-                     : c.algo == Algorithm::kTree && nranks_ > 1  ? runTree(c, op)
-                                                                  : runRing(c, op);
-    traceLaunch(collName(c.kind), isOk(s) ? "taken by CUDA" : "refused");
-    return s;
+    return tracedLaunch(collName(c.kind), [&] {
+      return c.algo == Algorithm::kOneShot && nranks_ > 2 ? runOneShot(c, op)
+             : c.algo == Algorithm::kTree && nranks_ > 1  ? runTree(c, op)
+                                                          : runRing(c, op);
+    });
   }
 
   // Every collective but one-shot and tree AllReduce: a block per channel on the channels' rings.
@@ -271,10 +269,7 @@ class CudaExecutor final : public Executor {
     a.nTransfers = static_cast<int>(n);
     std::copy(transfers, transfers + n, a.transfers);
     CC_CHECK(orderAfterLastLaunch(stream));
-    launches_.fetch_add(1, std::memory_order_relaxed);
-    traceLaunch(op.name, "asked for");
-    CC_CHECK(cudaLaunchP2p(a, stream));
-    traceLaunch(op.name, "taken by CUDA");
+    CC_CHECK(tracedLaunch(op.name, [&] { return cudaLaunchP2p(a, stream); }));
     lastStream_ = stream;
     return kOk;
   }
@@ -282,6 +277,14 @@ class CudaExecutor final : public Executor {
   // COLLCOMM_DEBUG=TRACE (subsystem COLL): each launch when asked for and when CUDA has taken it,
   // on the steady clock, so that a peer's timeout can be matched with whether and when this rank
   // launched (ranks sharing an H200 have stalled in their first operations: docs/gpu.md).
+  template <class Launch>
+  Status tracedLaunch(const char* what, Launch&& launch) {
+    launches_.fetch_add(1, std::memory_order_relaxed);
+    traceLaunch(what, "asked for");
+    const Status s = launch();
+    traceLaunch(what, isOk(s) ? "taken by CUDA" : "refused");
+    return s;
+  }
   void traceLaunch(const char* what, const char* stage) const {
     CC_TRACE(kSubsysColl, "rank %d: launch %llu (%s) %s at %.6f s", rank_,
              static_cast<unsigned long long>(launches_.load(std::memory_order_relaxed)), what, stage,
