@@ -45,6 +45,16 @@ IoStatus sleepMs(int ms, Deadline deadline, const std::atomic<bool>* abortFlag) 
 
 }  // namespace
 
+bool connectedToItself(int fd) {
+  sockaddr_storage self{}, peer{};
+  socklen_t selfLen = sizeof(self), peerLen = sizeof(peer);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&self), &selfLen) != 0 ||
+      getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peerLen) != 0)
+    return false;
+  SocketAddress a, b;
+  return SocketAddress::fromSockaddr(&self, selfLen, &a) && SocketAddress::fromSockaddr(&peer, peerLen, &b) && a == b;
+}
+
 // ---- SocketAddress
 
 bool SocketAddress::fromSockaddr(const void* sa, size_t len, SocketAddress* out) {
@@ -243,6 +253,10 @@ IoStatus Socket::connect(const SocketAddress& addr, Deadline deadline, const std
         if (getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
       }
     }
+    // A connect to a port in the ephemeral range while nobody listens there can pick that very
+    // port as its own and meet itself (TCP simultaneous open); it then also holds the port the
+    // listener is about to bind. Treated as refused: closed at once and tried again.
+    if (err == 0 && connectedToItself(s.fd())) err = ECONNREFUSED;
     if (err == 0) {
       setNoDelay(s.fd());
       *out = std::move(s);

@@ -429,7 +429,9 @@ TEST(ProcessP2pNet, GroupsAndSplitOverNet) {
 // Ranks launched with settings of their own (COLLCOMM_COMM_ID on loopback, so each worker makes
 // the id itself and rank 0 starts the root): `own(rank)` gives a rank's extra NAME=VALUE pairs.
 std::function<std::vector<std::string>(int)> perRankEnv(std::function<std::vector<std::string>(int)> own) {
-  const std::string commId = "127.0.0.1:" + std::to_string(40000 + getpid() % 20000);
+  // Below Linux's ephemeral range (32768-60999 by default): no connect made meanwhile can hold the
+  // port rank 0 is about to listen on.
+  const std::string commId = "127.0.0.1:" + std::to_string(12000 + getpid() % 20000);
   return [own, commId](int rank) {
     std::vector<std::string> cmd = {"env", "COLLCOMM_SOCKET_IFNAME=lo", "COLLCOMM_COMM_ID=" + commId};
     for (auto& kv : own(rank)) cmd.push_back(kv);

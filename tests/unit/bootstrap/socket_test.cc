@@ -194,6 +194,29 @@ TEST(Socket, ConnectToNobodyTimesOutWithTheLastError) {
   });
 }
 
+// A socket bound to a port and connected to that same port meets itself (TCP simultaneous open),
+// as a connect to an unlistened ephemeral port occasionally does by chance; a real pair does not.
+TEST(Socket, SeesAConnectionToItself) {
+  Socket probe;
+  SocketAddress target = listenLoopback(&probe);
+  probe.close();
+  Socket self(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(self.valid());
+  int one = 1;
+  ASSERT_EQ(setsockopt(self.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+  ASSERT_EQ(bind(self.fd(), target.sa(), target.len()), 0) << strerror(errno);
+  ASSERT_EQ(::connect(self.fd(), target.sa(), target.len()), 0) << strerror(errno);
+  EXPECT_TRUE(connectedToItself(self.fd()));
+
+  Socket l;
+  SocketAddress a = listenLoopback(&l);
+  Socket c, in;
+  ASSERT_TRUE(Socket::connect(a, deadlineInMs(5000), nullptr, &c).ok());
+  ASSERT_TRUE(l.accept(deadlineInMs(5000), nullptr, &in).ok());
+  EXPECT_FALSE(connectedToItself(c.fd()));
+  EXPECT_FALSE(connectedToItself(in.fd()));
+}
+
 TEST(Socket, DeadlineAbortAndLargeTransfers) {
   runWithWatchdog(30, [] {
     Socket l;
