@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,11 @@ struct ccComm {
   // GPU communicators: the most of its ranks that one device runs (all its ranks are threads of one
   // process), the same on every rank, as the plans and channel budgets that depend on it must be.
   int mostRanksOnADevice = 1;
+  // GPU communicators with one rank a device: their rings as the topology describes them, which the
+  // planner's cost model prices, and the ranks in the order those rings take (core/gpu_model.h);
+  // unset and empty elsewhere.
+  std::optional<collcomm::detail::RingGraph> gpuModel;
+  std::vector<int> gpuRingRanks;
   // Whether every rank can read every rank's memory, and how (transport/cma/cma_probe.h).
   collcomm::detail::DirectReach directReach = collcomm::detail::DirectReach::kNone;
   // What runs this communicator's operations (device/executor.h): the host executor, or on a GPU

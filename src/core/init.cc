@@ -10,6 +10,7 @@
 #include "common/futex.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "core/gpu_model.h"
 #include "core/peer_info.h"
 #include "plan/rings.h"
 #include "plan/trees.h"
@@ -64,7 +65,8 @@ Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
     places.push_back({p.hostHash, p.processToken});
   }
   comm->channels.resize(nChannels);
-  std::vector<std::vector<int>> rings = planRings(places, nChannels, static_cast<RingOrder>(me.ringOrder));
+  std::vector<std::vector<int>> rings =
+      planRings(places, nChannels, static_cast<RingOrder>(me.ringOrder), comm->gpuRingRanks);
   comm->trees = planTrees(places, nChannels);  // connected on first use (core/tree_conns.h)
   std::vector<ConnectRequest> requests;
   for (int c = 0; c < nChannels; ++c) {
@@ -284,6 +286,7 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   if (gpu) {
     CC_CHECK(checkGpuJob(comm));
     comm->mostRanksOnADevice = mostRanksOnOneDevice(comm->peers);
+    describeGpuRings(comm);
   }
   CC_CHECK(connectRings(
       comm,

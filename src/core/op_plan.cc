@@ -24,6 +24,7 @@ void makeShape(ccComm* comm) {
   s.trees = p.trees.size() == p.rings.size() ? p.trees.data() : nullptr;
   s.maxGpuChannels = comm->gpu() ? comm->gpu()->maxChannels() : 0;
   s.gpuSharedDevice = comm->gpu() != nullptr && comm->mostRanksOnADevice > 1;
+  s.gpuModel = comm->gpuModel ? &*comm->gpuModel : nullptr;
   s.reach = comm->directReach;
   std::vector<uint64_t> hosts;
   for (const PeerInfo& peer : comm->peers)

@@ -24,6 +24,10 @@ Status cudaFreeDeviceMemory(void*) {
 
 bool cudaPointerIsOnDevice(const void*, int) { return false; }
 
+Status cudaDeviceBusId(int device, int64_t*) {
+  return CC_ERROR(Status::kInvalidUsage, "CUDA device %d has no bus id in a build without CUDA", device);
+}
+
 ScopedDevice::ScopedDevice(int) {}
 ScopedDevice::~ScopedDevice() = default;
 

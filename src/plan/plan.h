@@ -47,6 +47,9 @@ struct PlanShape {
   int maxGpuChannels = 0;
   // GPU: some device runs more than one of the communicator's ranks (ccComm::mostRanksOnADevice).
   bool gpuSharedDevice = false;
+  // GPU, one rank a device: the rings as the topology describes them, for the cost model; null
+  // where the topology did not say (ccComm::gpuModel).
+  const RingGraph* gpuModel = nullptr;
   DirectReach reach = DirectReach::kNone;
   bool overNet = false;
   // Hosts the communicator's ranks are on (PeerInfo::hostHash): the same on every rank, unlike
@@ -105,7 +108,8 @@ inline Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& s
   const size_t bytes = op.count * elem * (perRank ? static_cast<size_t>(shape.nranks) : 1);
   Plan p{};
   static_cast<CollPlan&>(p) =
-      shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels, shape.gpuSharedDevice)
+      shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels, shape.gpuSharedDevice,
+                                      shape.gpuModel)
                 : planCollective(cfg, op.kind, bytes, shape.nranks, shape.nChannels, shape.reach, shape.overNet,
                                  shape.nHosts, shape.simpleStepBytes, shape.llStepBytes);
   p.kind = op.kind;

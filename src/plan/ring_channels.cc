@@ -114,16 +114,28 @@ Status singleNodeRings(const TopoSystem& sys, int nGpus, SingleNodeRings* out) {
   if (nGpus < 2 || nGpus > have)
     return CC_ERROR(Status::kInvalidArgument, "%d GPUs asked of %s, which has %d: use 2..%d", nGpus, sys.source.c_str(),
                     have, have);
+  std::vector<int> gpus(nGpus);
+  for (int g = 0; g < nGpus; ++g) gpus[g] = g;
+  return ringsOverGpus(sys, gpus, out);
+}
+
+Status ringsOverGpus(const TopoSystem& sys, const std::vector<int>& gpus, SingleNodeRings* out) {
+  const int nGpus = static_cast<int>(gpus.size());
+  if (nGpus < 2)
+    return CC_ERROR(Status::kInvalidArgument, "a ring over %d GPU of %s: a ring needs at least 2", nGpus,
+                    sys.source.c_str());
   SingleNodeRings r;
   int sm = 0;
   for (int g = 0; g < nGpus; ++g) {
-    r.order.push_back(g);
-    const int gsm = sys.nodes(NodeType::kGpu)[g].gpu.sm;
+    r.order.push_back(gpus[g]);
+    const int gsm = sys.nodes(NodeType::kGpu)[gpus[g]].gpu.sm;
     sm = (g == 0 || (gsm > 0 && gsm < sm)) ? gsm : sm;
   }
+  // The first GPU stays first (rotations of a ring are the same ring); the rest start sorted, so
+  // the permutations below visit every order.
+  std::sort(r.order.begin() + 1, r.order.end());
   RingScore best = scoreRing(sys, r.order);
   if (nGpus <= kExhaustiveRingGpus) {
-    // GPU 0 stays first: rotations of a ring are the same ring.
     std::vector<int> order = r.order;
     while (std::next_permutation(order.begin() + 1, order.end())) {
       const RingScore s = scoreRing(sys, order);
@@ -134,8 +146,8 @@ Status singleNodeRings(const TopoSystem& sys, int nGpus, SingleNodeRings* out) {
     }
   }
   if (!best.connected)
-    return CC_ERROR(Status::kInvalidArgument, "the first %d GPUs of %s cannot form a ring: some pair is not connected",
-                    nGpus, sys.source.c_str());
+    return CC_ERROR(Status::kInvalidArgument, "%d GPUs of %s cannot form a ring: some pair is not connected", nGpus,
+                    sys.source.c_str());
   r.ringBw = best.bw;
   r.worstPath = best.worst;
   RingGraph& g = r.graph;
@@ -146,6 +158,21 @@ Status singleNodeRings(const TopoSystem& sys, int nGpus, SingleNodeRings* out) {
   channelsFor(best.bw, g.gen, &g.maxChannels, &g.bwPerChannel);
   *out = std::move(r);
   return kOk;
+}
+
+Status ringsOverBusIds(const TopoSystem& sys, const std::vector<int64_t>& busIds, SingleNodeRings* out) {
+  std::vector<int> gpus;
+  for (int64_t busId : busIds) {
+    const int g = sys.find(NodeType::kGpu, busId);
+    if (g < 0)
+      return CC_ERROR(Status::kInvalidArgument, "the GPU at %s is not in the topology %s", busIdToString(busId).c_str(),
+                      sys.source.c_str());
+    if (std::find(gpus.begin(), gpus.end(), g) != gpus.end())
+      return CC_ERROR(Status::kInvalidArgument, "the GPU at %s is given twice: a ring takes one rank a GPU",
+                      busIdToString(busId).c_str());
+    gpus.push_back(g);
+  }
+  return ringsOverGpus(sys, gpus, out);
 }
 
 namespace {

@@ -32,6 +32,11 @@ struct SingleNodeRings {
 // (direct, through NVSwitch or one GPU), else PCIe. nGpus < 2 or more than the system has, a system
 // without GPUs, or GPUs that cannot form a ring are kInvalidArgument with a sentence.
 Status singleNodeRings(const TopoSystem& sys, int nGpus, SingleNodeRings* out);
+// The same over the GPUs `gpus` (indices of nodes(kGpu), at least 2); order then holds those indices.
+Status ringsOverGpus(const TopoSystem& sys, const std::vector<int>& gpus, SingleNodeRings* out);
+// The same over the GPUs at these PCI bus ids (a GPU communicator's devices, one a rank): a bus id
+// the topology lacks, or one given twice, is kInvalidArgument with a sentence.
+Status ringsOverBusIds(const TopoSystem& sys, const std::vector<int64_t>& busIds, SingleNodeRings* out);
 
 // One channel's way through a node on several nodes: in from the network at the first GPU of
 // `gpus`, through the others, out at the last, both through NET `net` (an index of nodes(kNet)).

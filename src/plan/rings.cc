@@ -17,11 +17,14 @@ RingOrder ringOrderFromParams() {
   return RingOrder::kHosts;
 }
 
-std::vector<std::vector<int>> planRings(const std::vector<RankPlace>& places, int nChannels, RingOrder order) {
+std::vector<std::vector<int>> planRings(const std::vector<RankPlace>& places, int nChannels, RingOrder order,
+                                        const std::vector<int>& topologyOrder) {
   const int n = static_cast<int>(places.size());
   std::vector<int> ring(n);
   std::iota(ring.begin(), ring.end(), 0);
-  if (order != RingOrder::kIdentity) {
+  if (order == RingOrder::kHosts && static_cast<int>(topologyOrder.size()) == n) {
+    ring = topologyOrder;
+  } else if (order != RingOrder::kIdentity) {
     // Each host and each process is named by its lowest rank: the keys' values never order
     // anything, so every rank sorts alike.
     std::unordered_map<uint64_t, int> hostFirst, processFirst;

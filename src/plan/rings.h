@@ -9,7 +9,7 @@
 // Every channel gets the same order: on a host communicator the channels share each host's one
 // network path and each process's proxy thread, so a different order per channel would move no
 // traffic off a busier link here. (Rail-aware orders for GPU nodes, one NIC per channel, belong
-// with the topology graph and are not made yet.)
+// with the topology graph and are not made yet; one node's order from the graph is.)
 //
 // Pure: its inputs are what every rank knows alike after the peer exchange (core/peer_info.h), so
 // every rank computes the same rings without talking.
@@ -36,8 +36,11 @@ enum class RingOrder { kHosts, kIdentity, kReverse };
 RingOrder ringOrderFromParams();
 
 // nChannels rings, each the ranks 0..places.size()-1 in ring order: ring[i] sends to ring[i + 1],
-// the last to the first.
-std::vector<std::vector<int>> planRings(const std::vector<RankPlace>& places, int nChannels, RingOrder order);
+// the last to the first. topologyOrder (every rank, once): a GPU communicator's ranks in the order
+// the topology's rings visit their devices (plan/ring_channels.h), which replaces the rule above
+// under kHosts (its ranks share one process, so the rule would give rank order).
+std::vector<std::vector<int>> planRings(const std::vector<RankPlace>& places, int nChannels, RingOrder order,
+                                        const std::vector<int>& topologyOrder = {});
 
 // How many times the ring `ring` passes from one host to another over a full turn (0 on one host).
 int hostCrossings(const std::vector<RankPlace>& places, const std::vector<int>& ring);

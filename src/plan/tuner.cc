@@ -183,8 +183,31 @@ namespace collcomm::detail {
 // to 128 KiB (12.3 against 14.9 us) and tied at 512 KiB. One channel moves about 256 KiB per step
 // round, so a channel per 256 KiB keeps every block busy without making small messages wait on
 // many blocks.
+namespace {
+
+// One rank per GPU with the communicator's rings described (RingGraph from the topology): the cost
+// model's argmin over Ring and Tree, LL and Simple (collcomm has no LL128) and the channels the
+// communicator connected, within what COLLCOMM_ALGO and COLLCOMM_PROTO force.
+CollPlan planGpuByModel(const TunerConfig& cfg, CollKind kind, size_t bytes, int maxChannels, RingGraph graph) {
+  graph.maxChannels = std::max(1, std::min(graph.maxChannels, maxChannels));
+  ModelChoiceLimits limits;
+  limits.allowLl128 = false;
+  if (cfg.forcedAlgo == static_cast<int>(Algorithm::kTree) && modelHasAlgo(Algorithm::kTree, kind))
+    limits.algo = static_cast<int>(Algorithm::kTree);
+  else if (cfg.forcedAlgo >= 0)
+    limits.algo = static_cast<int>(Algorithm::kRing);
+  if (cfg.forcedProto >= 0)
+    limits.proto = static_cast<int>(cfg.forcedProto == static_cast<int>(Protocol::kLL) ? ModelProto::kLL
+                                                                                        : ModelProto::kSimple);
+  const ModelChoice c = chooseByModel(graph, kind, bytes, limits);
+  return CollPlan{c.proto == ModelProto::kLL ? Protocol::kLL : Protocol::kSimple, c.algo, c.channels, false, false,
+                  false};
+}
+
+}  // namespace
+
 CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int maxChannels,
-                           bool sharedDevice) {
+                           bool sharedDevice, const RingGraph* model) {
   constexpr size_t kLlMaxBytes = size_t{64} << 10;  // one rank per device only
   const size_t kOneShotMaxBytes = sharedDevice ? size_t{256} << 10 : size_t{64} << 10;
   constexpr size_t kBytesPerChannel = size_t{256} << 10;
@@ -195,13 +218,15 @@ CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, 
   // 8 B and 145 against 54 at 2 MiB, and a GPU communicator's ranks share one process and host,
   // where the tree is a chain whose depth grows with the ranks (NCCL too keeps trees for crossing
   // nodes).
-  if (kind == CollKind::kAllReduce && nranks >= 2) {
-    if (cfg.forcedAlgo == static_cast<int>(Algorithm::kOneShot) ||
-        (cfg.forcedAlgo < 0 && nranks == 2 && bytes <= kOneShotMaxBytes))
-      plan.algo = Algorithm::kOneShot;
-    else if (cfg.forcedAlgo == static_cast<int>(Algorithm::kTree))
-      plan.algo = Algorithm::kTree;
-  }
+  const bool oneShot = kind == CollKind::kAllReduce && nranks >= 2 &&
+                       (cfg.forcedAlgo == static_cast<int>(Algorithm::kOneShot) ||
+                        (cfg.forcedAlgo < 0 && nranks == 2 && bytes <= kOneShotMaxBytes));
+  if (model != nullptr && !sharedDevice && !oneShot && nranks >= 2)
+    return planGpuByModel(cfg, kind, bytes, maxChannels, *model);
+  if (oneShot)
+    plan.algo = Algorithm::kOneShot;
+  else if (kind == CollKind::kAllReduce && nranks >= 2 && cfg.forcedAlgo == static_cast<int>(Algorithm::kTree))
+    plan.algo = Algorithm::kTree;
   if (cfg.forcedProto >= 0)
     plan.proto = static_cast<Protocol>(cfg.forcedProto);
   else if (!sharedDevice && bytes <= kLlMaxBytes)

@@ -8,6 +8,7 @@
 
 #include "collectives/coll_list.h"
 #include "common/status.h"
+#include "plan/cost_model.h"
 
 namespace collcomm::detail {
 
@@ -93,11 +94,14 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
 // ranks when forced), channels growing with the size up to maxChannels (what the device holds at
 // once). Where ranks share a device (sharedDevice: the same on every rank) the choices are the ones
 // measured there, on an H200: Simple at every size. With one rank per device they are not yet
-// measured: LL for small messages, NCCL's orders of magnitude. COLLCOMM_PROTO and COLLCOMM_ALGO
-// (Ring, OneShot, Tree) force choices as on the host. tuner.cc says where each number comes from.
+// measured: with `model` (the communicator's rings as the topology describes them, plan/
+// ring_channels.h) the cost model's argmin of Ring and Tree, LL and Simple and the channel count
+// (OneShot for a small two-rank AllReduce stays: the model does not know it); without, LL for small
+// messages, NCCL's orders of magnitude. COLLCOMM_PROTO and COLLCOMM_ALGO (Ring, OneShot, Tree) force
+// choices as on the host. tuner.cc says where each number comes from.
 inline constexpr int kGpuDefaultChannels = 32;  // rings a GPU communicator connects unless told
 CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int maxChannels,
-                           bool sharedDevice);
+                           bool sharedDevice, const RingGraph* model = nullptr);
 
 // The rings a GPU communicator connects: kGpuDefaultChannels, within COLLCOMM_MIN_NCHANNELS and
 // COLLCOMM_MAX_NCHANNELS (or the config's) when the user gave either (channelsGiven).

@@ -17,6 +17,7 @@
 #include "common/params.h"
 #include "device/cuda/cuda_launch.h"
 #include "device/executor.h"
+#include "topo/system.h"
 
 namespace collcomm::detail {
 namespace {
@@ -474,6 +475,19 @@ Status checkCudaDevice(int device, const char* what) {
   if (device >= count)
     return CC_ERROR(Status::kInvalidArgument, "%s = %d: this process sees %d CUDA device(s) (0..%d)", what, device,
                     count, count - 1);
+  return kOk;
+}
+
+Status cudaDeviceBusId(int device, int64_t* busId) {
+  char text[32] = {};
+  const cudaError_t err = cudaDeviceGetPCIBusId(text, sizeof(text), device);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return CC_ERROR(Status::kSystemError, "CUDA cannot tell the PCI bus id of device %d: %s", device,
+                    cudaGetErrorString(err));
+  }
+  if (!parseBusId(text, busId))
+    return CC_ERROR(Status::kSystemError, "CUDA gave device %d the PCI bus id \"%s\", which does not parse", device, text);
   return kOk;
 }
 

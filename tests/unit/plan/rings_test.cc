@@ -92,6 +92,17 @@ TEST(Rings, ReverseIsTheHostsOrderBackwards) {
   EXPECT_EQ(planRings(onHosts({0, 0, 0}), 1, RingOrder::kReverse)[0], (std::vector<int>{2, 1, 0}));
 }
 
+// A GPU communicator's ranks in the order the topology's rings visit their devices: every channel
+// takes it under the default rule; COLLCOMM_RING_ORDER=identity and reverse still decide.
+TEST(Rings, TheTopologysOrderOfOneProcessesGpus) {
+  const std::vector<RankPlace> places(4, RankPlace{hostKey(0), 1000});
+  const std::vector<int> order = {0, 2, 1, 3};
+  for (const auto& ring : planRings(places, 3, RingOrder::kHosts, order)) EXPECT_EQ(ring, order);
+  EXPECT_EQ(planRings(places, 1, RingOrder::kIdentity, order)[0], (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(planRings(places, 1, RingOrder::kReverse, order)[0], (std::vector<int>{3, 2, 1, 0}));
+  EXPECT_EQ(planRings(places, 1, RingOrder::kHosts)[0], (std::vector<int>{0, 1, 2, 3}));
+}
+
 TEST(Rings, OneHostAndOneRank) {
   const auto one = onHosts({0, 0, 0, 0});
   const auto rings = planRings(one, 3, RingOrder::kHosts);
