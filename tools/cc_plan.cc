@@ -4,7 +4,8 @@
 // (plan/ring_channels.h) for N identical nodes, with the algorithm (Ring or Tree), protocol and
 // channels the model chose. Nothing here grows with the node count but the numbers: a job of
 // 100,000 ranks plans as fast as one node, and the JSON lists rings per node segment and trees only
-// up to kMaxListedRanks ranks.
+// up to kMaxListedRanks ranks. --host plans a host communicator instead (cc_plan_host.h): the
+// library's own planner and host cost model, per size.
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cc_plan_host.h"
 #include "common/status.h"
 #include "plan/cost_model.h"
 #include "plan/ring_channels.h"
@@ -30,26 +32,37 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: cc-plan --topo FILE [--nodes N] [--gpus N] [--op OP] [-b MIN] [-e MAX] [-f FACTOR]\n"
                "               [-d TYPE] [--algo ring|tree] [--proto ll|ll128|simple] [--channels N] [--json]\n"
+               "       cc-plan --host [--ranks N] [--hosts N] [--processes] [--choose planner|model] [--op OP]\n"
+               "               [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [--algo ring|oneshot|tree|direct]\n"
+               "               [--proto ll|simple] [--channels N] [--simple-step SIZE] [--ll-step SIZE] [--json]\n"
                "  --topo FILE    NCCL-format topology XML of one node (as cc-topo reads)\n"
                "  --nodes N      identical nodes in the job, their NICs on one network (default 1)\n"
                "  --gpus N       plan over the first N GPUs of each node (default: all)\n"
+               "  --host         plan a host communicator: the library's planner and host cost model\n"
+               "  --ranks N      its ranks (default 2)\n"
+               "  --hosts N      the hosts they are on, joined by NET (default 1)\n"
+               "  --processes    on one host, ranks are processes (default: threads of one process)\n"
+               "  --choose WHO   planner (default): what the library runs; model: the host model's argmin\n"
+               "  --simple-step, --ll-step SIZE  the ring's step payloads (default: COLLCOMM_BUFFSIZE's)\n"
                "  --op OP        allreduce (default), allgather, reducescatter, broadcast, reduce\n"
                "  -b, -e SIZE    smallest and largest size in bytes, K/M/G suffixes (default 8 and 16G)\n"
                "  -f FACTOR      multiply the size by FACTOR each row (default 2)\n"
                "  -d TYPE        float (default), double, half, bfloat16, int8, int32, int64\n"
-               "  --algo ALGO    force ring or tree (tree: allreduce only; default: the model's choice)\n"
-               "  --proto PROTO  force the protocol (default: the model's choice)\n"
-               "  --channels N   force the channel count (default: the model's choice)\n"
-               "  --json         one JSON object per line: the channels (rings, trees), then one per size\n"
+               "  --algo ALGO    force the algorithm (tree, oneshot: allreduce only; oneshot, direct: --host)\n"
+               "  --proto PROTO  force the protocol (ll128: GPU only; default: the model's or planner's choice)\n"
+               "  --channels N   force the channel count (default: the model's choice; --host: as connected)\n"
+               "  --json         one JSON object per line: the channels or communicator, then one per size\n"
                "  --version      the collcomm version cc-plan runs with\n");
 }
 
 struct DtypeInfo {
   const char* name;
   size_t bytes;
+  ccDataType_t type;
 };
-constexpr DtypeInfo kDtypes[] = {{"float", 4}, {"double", 8}, {"half", 2}, {"bfloat16", 2},
-                                 {"int8", 1},  {"int32", 4},  {"int64", 8}};
+constexpr DtypeInfo kDtypes[] = {{"float", 4, ccFloat},       {"double", 8, ccDouble}, {"half", 2, ccHalf},
+                                 {"bfloat16", 2, ccBfloat16}, {"int8", 1, ccInt8},     {"int32", 4, ccInt32},
+                                 {"int64", 8, ccInt64}};
 
 struct OpInfo {
   const char* name;
@@ -204,6 +217,13 @@ int main(int argc, char** argv) {
   int proto = -1;
   int algo = -1;
   bool json = false;
+  // --host and what only it reads; the first option given of each mode, to refuse a mix.
+  HostPlanJob host;
+  bool hostMode = false;
+  std::string gpuOption, hostOption;
+  auto given = [](std::string* first, const std::string& option) {
+    if (first->empty()) *first = option;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool hasValue = i + 1 < argc;
@@ -215,14 +235,42 @@ int main(int argc, char** argv) {
       return ccPrintToolVersion("cc-plan");
     } else if (a == "--json") {
       json = true;
+    } else if (a == "--host") {
+      hostMode = true;
+    } else if (a == "--processes") {
+      host.processes = true;
+      given(&hostOption, a);
     } else if (!hasValue) {
       return usageError("unknown option or missing value: '%s'", a);
     } else if (a == "--topo") {
       topoFile = value();
+      given(&gpuOption, a);
     } else if (a == "--nodes") {
       if (!parsePositiveInt(value(), &nodes)) return usageError("--nodes takes a positive count, not '%s'", argv[i]);
+      given(&gpuOption, a);
     } else if (a == "--gpus") {
       if (!parsePositiveInt(value(), &gpus)) return usageError("--gpus takes a positive count, not '%s'", argv[i]);
+      given(&gpuOption, a);
+    } else if (a == "--ranks") {
+      if (!parsePositiveInt(value(), &host.ranks))
+        return usageError("--ranks takes a positive count, not '%s'", argv[i]);
+      given(&hostOption, a);
+    } else if (a == "--hosts") {
+      if (!parsePositiveInt(value(), &host.hosts))
+        return usageError("--hosts takes a positive count, not '%s'", argv[i]);
+      given(&hostOption, a);
+    } else if (a == "--choose") {
+      const std::string v = value();
+      if (v != "planner" && v != "model")
+        return usageError("--choose takes planner (what the library runs) or model (the host model's argmin), not '%s'",
+                          v);
+      host.byModel = v == "model";
+      given(&hostOption, a);
+    } else if (a == "--simple-step" || a == "--ll-step") {
+      size_t* step = a == "--simple-step" ? &host.simpleStepBytes : &host.llStepBytes;
+      if (!parseSize(value(), step) || *step == 0)
+        return usageError("a step is a positive size in bytes with an optional K or M suffix, not '%s'", argv[i]);
+      given(&hostOption, a);
     } else if (a == "--channels") {
       if (!parsePositiveInt(value(), &channels))
         return usageError("--channels takes a positive count, not '%s'", argv[i]);
@@ -253,8 +301,13 @@ int main(int argc, char** argv) {
         algo = static_cast<int>(Algorithm::kRing);
       else if (v == "tree" || v == "Tree")
         algo = static_cast<int>(Algorithm::kTree);
+      else if (v == "oneshot" || v == "OneShot")
+        algo = static_cast<int>(Algorithm::kOneShot);
+      else if (v == "direct" || v == "Direct")
+        algo = static_cast<int>(Algorithm::kDirect);
       else
-        return usageError("--algo takes ring or tree (NVLS and CollNet are not modelled), not '%s'", v);
+        return usageError("--algo takes ring, tree, oneshot or direct (NVLS and CollNet are not modelled), not '%s'",
+                          v);
     } else if (a == "--proto") {
       const std::string v = value();
       if (v == "ll" || v == "LL")
@@ -269,10 +322,45 @@ int main(int argc, char** argv) {
       return usageError("unknown option '%s'", a);
     }
   }
+  if (minBytes > maxBytes) return usageError("%s-b must not exceed -e", "");
+  if (hostMode) {
+    if (!gpuOption.empty())
+      return usageError("%s reads GPU nodes from a topology file; --host plans a host communicator without one",
+                        gpuOption);
+    if (host.hosts > host.ranks)
+      return usageError(
+          "--hosts %s: every host has at least one rank",
+          std::to_string(host.hosts) + " is more hosts than --ranks " + std::to_string(host.ranks) + " gives");
+    if (host.processes && host.hosts > 1)
+      return usageError("%s: ranks on several hosts are processes already (--processes is for one host)",
+                        "--processes with --hosts " + std::to_string(host.hosts));
+    if (proto == static_cast<int>(ModelProto::kLL128))
+      return usageError("%s is a GPU protocol; host communicators run ll or simple", "--proto ll128");
+    if (channels > 64) return usageError("--channels %s: a communicator connects at most 64", std::to_string(channels));
+    host.kind = op->kind;
+    host.opName = op->name;
+    host.dtype = dtype->type;
+    host.typeName = dtype->name;
+    host.algo = algo;
+    host.proto = proto < 0                                    ? -1
+                 : proto == static_cast<int>(ModelProto::kLL) ? static_cast<int>(Protocol::kLL)
+                                                              : static_cast<int>(Protocol::kSimple);
+    host.channels = channels;
+    host.minBytes = minBytes;
+    host.maxBytes = maxBytes;
+    host.factor = static_cast<size_t>(factor);
+    host.json = json;
+    return printHostPlan(host);
+  }
+  if (!hostOption.empty())
+    return usageError("%s describes a host communicator: add --host (GPU nodes take --topo, --nodes and --gpus)",
+                      hostOption);
+  if (algo == static_cast<int>(Algorithm::kOneShot) || algo == static_cast<int>(Algorithm::kDirect))
+    return usageError("--algo %s is a host communicator's algorithm (add --host); the GPU model plans ring or tree",
+                      std::string(algo == static_cast<int>(Algorithm::kDirect) ? "direct" : "oneshot"));
   if (topoFile.empty()) return usageError("%s--topo FILE is required (a topology XML, as cc-topo reads)", "");
   if (algo >= 0 && !modelHasAlgo(static_cast<Algorithm>(algo), op->kind))
     return usageError("--algo tree models allreduce only, not %s (use ring)", op->name);
-  if (minBytes > maxBytes) return usageError("%s-b must not exceed -e", "");
 
   TopoSystem sys;
   if (!isOk(loadTopologyFile(topoFile, &sys))) {

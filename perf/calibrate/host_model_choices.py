@@ -1,102 +1,103 @@
 #!/usr/bin/env python3
 """Within one host: the host model's AllReduce choice against the tuner's measured thresholds.
 
-  python3 perf/calibrate/host_model_choices.py [TIMES_TSV [STEPS_TSV]]
+  python3 perf/calibrate/host_model_choices.py [--cc-plan PATH] [TIMES_TSV [STEPS_TSV]]
 
-Reads kHostConstants from src/plan/host_model.cc and mirrors hostEstimateCollUs (Ring, OneShot and
-Direct, Simple and LL; the steps a slice takes from host_steps.py, with the step payloads of
-STEPS_TSV, host_model.sh's steps.tsv beside TIMES_TSV; without one, no step term) and
-planCollective's thresholds within a host (LL to 16 B, one-shot while a rank receives at most 64
-KiB, Direct between threads from 4 MiB). For 2 and 4 ranks, threads and processes, it prints each
-size where the two choose differently. Given host_model.sh's times.tsv (two ranks, forced choices)
-it also prints, per measured size, each choice's time over the fastest forced one's (Direct left out
-between processes, where the tuner never plans it), and the worst of the model's and the tuner's.
+Both choices and their modelled times come from the library, through cc-plan --host (tools/cc_plan.cc;
+--cc-plan PATH, else the newest build*/tools/cc-plan of this checkout): "tuner" is what the planner
+runs (--choose planner: planCollective's thresholds, with this environment's COLLCOMM_* settings),
+"model" the host model's argmin over every algorithm and protocol the planner runs when forced
+(--choose model), each timed by hostEstimateCollUs. The ring's step payloads are those of
+STEPS_TSV (host_model.sh's steps.tsv, beside TIMES_TSV by default), else the FIFO's defaults. For 2
+and 4 ranks, threads and processes, it prints each size where the two choose differently. Given
+host_model.sh's times.tsv (two ranks, forced choices) it also prints, per measured size, each
+choice's time over the fastest forced one's (Direct left out between processes, where the tuner
+never plans it), and the worst of the model's and the tuner's.
 """
+import argparse
 import collections
+import glob
+import json
 import os
-import re
+import subprocess
 import sys
 
-from host_steps import further_steps, read_steps
+from host_steps import read_steps
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SPLIT = 16 << 20  # kHostModelCacheSplitBytes
-ROW = re.compile(r"\{([0-9.]+), \{([0-9.]+), ([0-9.]+)\}, \{([0-9.]+), ([0-9.]+)\}, \{\{([0-9.]+), ([0-9.]+)\}, \{([0-9.]+), ([0-9.]+)\}\}, "
-                 r"\{([0-9.]+), ([0-9.]+)\}, \{([0-9.]+), ([0-9.]+)\}, \{([0-9.]+), ([0-9.]+)\}\},\s*// (\w+)")
-# Without a steps.tsv the step payloads are unknown: no step term (as hostEstimateCollUs with 0).
-NO_STEPS = (0, 0)
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
+# The measured series of times.tsv, by the choice (algorithm/protocol) each one forced.
+SERIES = {"Ring/Simple": "ring_simple", "Ring/LL": "ring_ll", "OneShot/Simple": "oneshot", "Direct/Simple": "direct"}
+MAX_BYTES = 64 << 20
 
 
-def constants():
-    k = {}
-    for r in ROW.findall(open(os.path.join(HERE, "../../src/plan/host_model.cc")).read()):
-        v = list(map(float, r[:15]))
-        k[r[15]] = dict(op=v[0], hop=(v[1], v[2]), step=(v[3], v[4]), ring=((v[5], v[6]), (v[7], v[8])),
-                        one=(v[9], v[10]), direct=(v[11], v[12]))
-    return k
+def find_cc_plan(given):
+    if given:
+        return given
+    built = [p for p in glob.glob(os.path.join(REPO, "build*", "tools", "cc-plan")) if os.access(p, os.X_OK)]
+    if not built:
+        raise SystemExit("host_model_choices.py: no build*/tools/cc-plan in %s; build it or pass --cc-plan PATH"
+                         % os.path.normpath(REPO))
+    return max(built, key=os.path.getmtime)
 
 
-def rate(r, b):
-    return r[0] if b < SPLIT else r[1]
+class Planner:
+    """cc-plan --host runs, one per (class, ranks, choice, sizes); rows as {bytes: (choice, us)}."""
 
+    def __init__(self, cc_plan, class_steps):
+        self.cc_plan = cc_plan
+        self.class_steps = class_steps
 
-def model_us(k, choice, b, n):
-    algo, proto = choice.split("/")
-    p = 1 if proto == "LL" else 0
-    steps = further_steps(algo, b, n, k["steps"][p]) * k["step"][p]
-    if algo == "OneShot":
-        if n == 2:
-            return k["op"] + k["hop"][p] + steps + b / rate(k["one"], b)
-        return k["op"] + k["hop"][0] + (n - 1) * b / rate(k["ring"][0], b) + n * b / rate(k["one"], b)
-    rank_bytes = 2 * (n - 1) / n * b
-    if algo == "Direct":
-        return k["op"] + 3 * k["hop"][0] + rank_bytes / (rate(k["direct"], b) or rate(k["ring"][0], b))
-    return k["op"] + 2 * (n - 1) * k["hop"][p] + steps + rank_bytes / rate(k["ring"][p], b)
+    def rows(self, cls, n, choose, first, last):
+        cmd = [self.cc_plan, "--host", "--ranks", str(n), "--choose", choose, "-b", str(first), "-e", str(last),
+               "-f", "2", "--json"]
+        if cls == "processes":
+            cmd.append("--processes")
+        if cls in self.class_steps:
+            simple, ll = self.class_steps[cls]
+            cmd += ["--simple-step", str(simple), "--ll-step", str(ll)]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        if run.returncode != 0:
+            raise SystemExit("host_model_choices.py: %s failed: %s" % (" ".join(cmd), run.stderr.strip()))
+        rows = {}
+        for line in run.stdout.splitlines()[1:]:
+            r = json.loads(line)
+            rows[r["size"]] = ("%s/%s" % (r["algo"], r["proto"]), r["time_us"])
+        return rows
 
-
-CHOICES = ["Ring/Simple", "Ring/LL", "OneShot/Simple", "OneShot/LL", "Direct/Simple"]
-
-
-def model_choice(k, b, n):
-    return min(CHOICES, key=lambda c: model_us(k, c, b, n))  # ties: the first
-
-
-def tuner_choice(cls, b, n):
-    if cls == "threads" and b >= (4 << 20):
-        return "Direct/Simple"
-    algo = "OneShot" if b * (n - 1) <= (64 << 10) else "Ring"
-    return f"{algo}/{'LL' if b <= 16 else 'Simple'}"
+    def at(self, cls, n, choose, b):
+        return self.rows(cls, n, choose, b, b)[b]
 
 
 def main():
-    k = constants()
-    steps_path = sys.argv[2] if len(sys.argv) > 2 else (
-        os.path.join(os.path.dirname(sys.argv[1]), "steps.tsv") if len(sys.argv) > 1 else None)
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--cc-plan", help="the cc-plan binary (default: the newest build*/tools/cc-plan)")
+    ap.add_argument("times", nargs="?", help="host_model.sh's times.tsv")
+    ap.add_argument("steps", nargs="?", help="host_model.sh's steps.tsv (default: beside times.tsv)")
+    args = ap.parse_args()
+    steps_path = args.steps or (os.path.join(os.path.dirname(args.times), "steps.tsv") if args.times else None)
     class_steps = read_steps(steps_path) if steps_path and os.path.exists(steps_path) else {}
-    for cls in k:
-        k[cls]["steps"] = class_steps.get(cls, NO_STEPS)
+    plan = Planner(find_cc_plan(args.cc_plan), class_steps)
+
     for cls in ("threads", "processes"):
         for n in (2, 4):
             print(f"{cls}, {n} ranks: sizes where the model and the tuner differ")
-            b = 8
-            while b <= (64 << 20):
-                m, t = model_choice(k[cls], b, n), tuner_choice(cls, b, n)
+            model = plan.rows(cls, n, "model", 8, MAX_BYTES)
+            tuner = plan.rows(cls, n, "planner", 8, MAX_BYTES)
+            for b in sorted(model):
+                (m, m_us), (t, t_us) = model[b], tuner[b]
                 if m != t:
-                    print(f"  {b:>9} B  model {m:<14} {model_us(k[cls], m, b, n):9.2f} us   "
-                          f"tuner {t:<14} {model_us(k[cls], t, b, n):9.2f} us (modelled)")
-                b *= 2
-    if len(sys.argv) < 2:
+                    print(f"  {b:>9} B  model {m:<14} {m_us:9.2f} us   tuner {t:<14} {t_us:9.2f} us (modelled)")
+    if not args.times:
         return
-    series = {"Ring/Simple": "ring_simple", "Ring/LL": "ring_ll", "OneShot/Simple": "oneshot", "Direct/Simple": "direct"}
     best = collections.defaultdict(lambda: float("inf"))
-    for line in open(sys.argv[1]):
+    for line in open(args.times):
         c, s, x, t = line.split()
         best[(c, s, int(x))] = min(best[(c, s, int(x))], float(t))
     worst = collections.defaultdict(lambda: (0.0, 0))
     for cls in ("threads", "processes"):
         print(f"\n{cls}, 2 ranks, measured: choice (its time / the fastest forced one's)")
         for b in sorted({x for c, _, x in best if c == cls}):
-            meas = {c: best[(cls, s, b)] for c, s in series.items() if best[(cls, s, b)] < float("inf")}
+            meas = {c: best[(cls, s, b)] for c, s in SERIES.items() if best[(cls, s, b)] < float("inf")}
             if cls == "processes":
                 meas.pop("Direct/Simple", None)
             fastest = min(meas, key=meas.get)
@@ -104,7 +105,7 @@ def main():
             def ratio(c):
                 return f"{meas[c] / meas[fastest]:.2f}" if c in meas else "not measured"
 
-            m, t = model_choice(k[cls], b, 2), tuner_choice(cls, b, 2)
+            m, t = plan.at(cls, 2, "model", b)[0], plan.at(cls, 2, "planner", b)[0]
             print(f"  {b:>9} B  fastest {fastest:<14} {meas[fastest]:9.2f} us   model {m:<14} ({ratio(m)})   "
                   f"tuner {t:<14} ({ratio(t)})")
             for who, c in (("model", m), ("tuner", t)):
@@ -116,4 +117,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

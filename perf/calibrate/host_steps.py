@@ -1,8 +1,8 @@
 """FIFO steps in the host model (src/plan/host_model.cc hostFurtherSteps), for the calibration scripts.
 
-The steps one rank sends beyond the one each hand-off carries, for two-rank-measured series and the
-AllReduce choices: kept in step with hostFurtherSteps by hand (the C++ is the model; this mirrors
-it). The chunk's step count is read from the sources (kChunkSteps = kNumSteps / 2), the step
+The steps one rank sends beyond the one each hand-off carries, for fitting two-rank-measured
+series (fit_host_model.py): kept in step with hostFurtherSteps by hand (the C++ is the model; this
+mirrors it; host_model_choices.py asks the library itself, through cc-plan --host). The chunk's step count is read from the sources (kChunkSteps = kNumSteps / 2), the step
 payloads from a calibration's steps.tsv (host_model.sh: what each class's communicator reported).
 """
 import math

@@ -25,6 +25,8 @@ constexpr uint64_t kRingTagBase = 0x52494e4700000000ull;  // "RING" + channel
 
 int configInt(int value, int fallback) { return value == CC_CONFIG_UNDEF_INT ? fallback : value; }
 
+}  // namespace
+
 FifoSizes fifoSizesFromParams() {
   FifoSizes s{};
   int64_t buff = std::max<int64_t>(paramInt(Param::kBuffsize), kNumSteps * 4096);
@@ -38,6 +40,8 @@ FifoSizes fifoSizesFromParams() {
   s.oneShot.llStepLines = 0;
   return s;
 }
+
+namespace {
 
 Status exchangePeerInfo(ccComm* comm, Deadline deadline) {
   comm->peers.assign(comm->nranks, PeerInfo{});

@@ -14,6 +14,10 @@ Status checkDevice(int device, const char* what);
 // nranks >= 1 and rank in [0, nranks).
 Status checkRankArgs(int nranks, int rank);
 
+// The connection FIFOs' sizes that COLLCOMM_BUFFSIZE and COLLCOMM_LL_BUFFSIZE give (a ring's
+// steps before its connections agree on them: init.cc agreeRingStep); cc-plan --host plans with them.
+FifoSizes fifoSizesFromParams();
+
 // Resolves a user config (may be null) against COLLCOMM_* and defaults; rejects a malformed one.
 Status resolveConfig(const ccConfig_t* user, CommConfig* out);
 
