@@ -1,10 +1,12 @@
 // The estimate behind ccGroupSimulateEnd (simulate.h): the plan each operation would run with,
-// timed by the host cost model.
+// timed by the host cost model (host communicators) or the GPU cost model over the topology's
+// rings (GPU communicators with one rank a device).
 #include "core/simulate.h"
 
 #include "core/async.h"
 #include "core/op_plan.h"
 #include "device/dtypes.h"
+#include "plan/cost_model.h"
 #include "plan/host_model.h"
 
 namespace collcomm::detail {
@@ -22,14 +24,41 @@ void peerBytes(const ccComm* comm, const Op& op, size_t* send, size_t* recv) {
   if (op.kind == CollKind::kScatter && root) *recv = 0;
 }
 
+// A GPU communicator's operations priced by the cost model over its rings (core/gpu_model.h).
+Status estimateGpuOpsUs(ccComm* comm, const Op* ops, size_t nOps, double* us) {
+  if (!comm->gpuModel)
+    return CC_ERROR(Status::kInvalidUsage,
+                    "ccGroupSimulateEnd: rank %d's GPU communicator has no cost model: %s (docs/planning.md, \"GPU "
+                    "communicators\")",
+                    comm->rank,
+                    comm->nranks < 2                ? "it has one rank"
+                    : comm->mostRanksOnADevice > 1 ? "its ranks share a device, where the planner's choices are measured"
+                                                   : "the topology did not hold its devices (COLLCOMM_DEBUG=INFO says why)");
+  if (!comm->plans.shapeReady.load(std::memory_order_acquire)) makeShape(comm);
+  double total = 0;
+  for (size_t i = 0; i < nOps; ++i) {
+    if (isP2pKind(ops[i].kind))
+      return CC_ERROR(Status::kInvalidUsage,
+                      "ccGroupSimulateEnd: rank %d's group holds a %s on a GPU communicator; the GPU cost model prices "
+                      "collectives only",
+                      comm->rank, collName(ops[i].kind));
+    const Plan p = planOp(comm, ops[i]);
+    const CostBreakdown c = modelCost(*comm->gpuModel, p.algo, p.kind, p.bytes,
+                                      p.proto == Protocol::kLL ? ModelProto::kLL : ModelProto::kSimple, p.nChannels);
+    if (!c.applies)
+      return CC_ERROR(Status::kInvalidUsage,
+                      "ccGroupSimulateEnd: rank %d's %s runs %s, which the GPU cost model does not price", comm->rank,
+                      collName(p.kind), algorithmName(p.algo));
+    total += c.timeUs;
+  }
+  *us = total;
+  return kOk;
+}
+
 }  // namespace
 
 Status estimateOpsUs(ccComm* comm, const Op* ops, size_t nOps, double* us) {
-  if (comm->gpu())
-    return CC_ERROR(Status::kInvalidUsage,
-                    "ccGroupSimulateEnd: rank %d's communicator is on a GPU, and the GPU planner does not use the "
-                    "cost model yet (docs/planning.md); simulate host communicators only",
-                    comm->rank);
+  if (comm->gpu()) return estimateGpuOpsUs(comm, ops, nOps, us);
   // A non-blocking communicator's worker may still be making it (or running earlier operations,
   // which may connect NET): its shape is read only when the worker is idle.
   CC_CHECK(checkNoWorkInProgress(comm, "ccGroupSimulateEnd"));

@@ -292,8 +292,16 @@ bool modelHasAlgo(Algorithm algo, CollKind kind) {
 
 CostBreakdown modelCost(const RingGraph& g, Algorithm algo, CollKind kind, size_t bytes, ModelProto proto,
                         int channels) {
-  return algo == Algorithm::kTree ? treeCost(g, kind, bytes, proto, channels)
-                                  : ringCost(g, kind, bytes, proto, channels);
+  if (algo == Algorithm::kTree) return treeCost(g, kind, bytes, proto, channels);
+  if (algo == Algorithm::kRing) return ringCost(g, kind, bytes, proto, channels);
+  // collcomm's two-rank one-shot AllReduce: each rank sends its whole input to the other at once,
+  // one hop carrying every byte, which is a two-rank Broadcast's traffic.
+  if (algo == Algorithm::kOneShot && kind == CollKind::kAllReduce && g.nRanks == 2)
+    return ringCost(g, CollKind::kBroadcast, bytes, proto, channels);
+  CostBreakdown none;
+  none.applies = false;
+  none.timeUs = std::numeric_limits<double>::infinity();
+  return none;
 }
 
 ModelChoice chooseByModel(const RingGraph& g, CollKind kind, size_t bytes, const ModelChoiceLimits& limits) {

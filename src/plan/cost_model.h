@@ -81,7 +81,9 @@ CostBreakdown treeCost(const RingGraph& g, CollKind kind, size_t bytes, ModelPro
 // Whether the model has `algo` for `kind` (Ring: every collective; Tree: AllReduce).
 bool modelHasAlgo(Algorithm algo, CollKind kind);
 
-// ringCost or treeCost as `algo` says (kRing or kTree).
+// ringCost or treeCost as `algo` says (kRing or kTree); collcomm's OneShot AllReduce on two ranks
+// priced as a two-rank Broadcast (one hop carrying the whole input). Anything else (Direct,
+// OneShot on more ranks) does not apply: applies = false, an infinite time.
 CostBreakdown modelCost(const RingGraph& g, Algorithm algo, CollKind kind, size_t bytes, ModelProto proto,
                         int channels);
 

@@ -604,6 +604,67 @@ TEST(GpuComm, MaxChannelsAloneBoundsTheChannels) {
   });
 }
 
+// ccGroupSimulateEnd on GPU communicators: ranks sharing a device have no cost model (their
+// choices are measured ones), so the group is refused with the reason and left open; with a GPU a
+// rank the topology's rings price it (where the machine has two GPUs or more).
+TEST(GpuComm, SimulatesWithTheCostModelOnlyWithAGpuARank) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(60, [] {
+    std::vector<ccComm_t> comms(2);
+    const int shared[2] = {0, 0};
+    CC_OK(ccCommInitAll(comms.data(), 2, shared));
+    float* buf[2] = {nullptr, nullptr};
+    cudaStream_t streams[2];
+    for (int r = 0; r < 2; ++r) {
+      CUDA_OK(cudaMalloc(&buf[r], 1024 * sizeof(float)));
+      CUDA_OK(cudaMemset(buf[r], 0, 1024 * sizeof(float)));
+      CUDA_OK(cudaStreamCreate(&streams[r]));
+    }
+    ccSimInfo_t info = CC_SIM_INFO_INITIALIZER;
+    CC_OK(ccGroupStart());
+    for (int r = 0; r < 2; ++r) CC_OK(ccAllReduce(buf[r], buf[r], 1024, ccFloat32, ccSum, comms[r], streams[r]));
+    EXPECT_EQ(ccGroupSimulateEnd(&info), ccInvalidUsage);
+    EXPECT_NE(std::string(ccGetLastError(nullptr)).find("share a device"), std::string::npos)
+        << ccGetLastError(nullptr);
+    CC_OK(ccGroupEnd());  // the refused group is still open: it runs
+    for (int r = 0; r < 2; ++r) {
+      CUDA_OK(cudaStreamSynchronize(streams[r]));
+      CUDA_OK(cudaStreamDestroy(streams[r]));
+      CUDA_OK(cudaFree(buf[r]));
+      CC_OK(ccCommDestroy(comms[r]));
+    }
+
+    int devices = 0;
+    CUDA_OK(cudaGetDeviceCount(&devices));
+    if (devices < 2) GTEST_SKIP() << "SKIPPED (the part with a GPU a rank): this machine has " << devices << " GPU";
+    const int own[2] = {0, 1};
+    CC_OK(ccCommInitAll(comms.data(), 2, own));
+    const size_t counts[2] = {size_t{1} << 10, size_t{1} << 24};
+    for (int r = 0; r < 2; ++r) {
+      CUDA_OK(cudaSetDevice(own[r]));
+      CUDA_OK(cudaMalloc(&buf[r], counts[1] * sizeof(float)));
+      CUDA_OK(cudaStreamCreate(&streams[r]));
+    }
+    float times[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+      ccSimInfo_t sim = CC_SIM_INFO_INITIALIZER;
+      CC_OK(ccGroupStart());
+      for (int r = 0; r < 2; ++r) CC_OK(ccAllReduce(buf[r], buf[r], counts[i], ccFloat32, ccSum, comms[r], streams[r]));
+      ASSERT_EQ(ccGroupSimulateEnd(&sim), ccSuccess) << ccGetLastError(nullptr);
+      times[i] = sim.estimatedTime;
+    }
+    EXPECT_GT(times[0], 0.0f);
+    EXPECT_GT(times[1], times[0]);
+    for (int r = 0; r < 2; ++r) {
+      CUDA_OK(cudaSetDevice(own[r]));
+      CUDA_OK(cudaStreamDestroy(streams[r]));
+      CUDA_OK(cudaFree(buf[r]));
+      CC_OK(ccCommDestroy(comms[r]));
+    }
+    CUDA_OK(cudaSetDevice(0));
+  });
+}
+
 // The sweeps last: the quick checks above report even if a time limit cuts these short.
 TEST(GpuComm, TwoRanksMatchHost) { sweep(2); }
 TEST(GpuComm, EightRanksMatchHost) { sweep(8); }
