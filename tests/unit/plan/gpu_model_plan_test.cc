@@ -111,6 +111,20 @@ TEST(GpuModelPlan, KeepsWithinTheConnectedChannelsAndWhatIsForced) {
             Algorithm::kRing);
 }
 
+// What ccGroupSimulateEnd prices on a GPU communicator: the two-rank one-shot as a two-rank
+// Broadcast (one hop, the whole input); Direct and the one-shot on more ranks not at all.
+TEST(GpuModelPlan, TheOneShotIsPricedAsOneHopAndDirectNotAtAll) {
+  const RingGraph two = h100Graph(2);
+  const size_t bytes = size_t{1} << 16;
+  const CostBreakdown oneShot = modelCost(two, Algorithm::kOneShot, CollKind::kAllReduce, bytes, ModelProto::kLL, 1);
+  const CostBreakdown bcast = ringCost(two, CollKind::kBroadcast, bytes, ModelProto::kLL, 1);
+  EXPECT_TRUE(oneShot.applies);
+  EXPECT_DOUBLE_EQ(oneShot.timeUs, bcast.timeUs);
+  EXPECT_LT(oneShot.timeUs, ringCost(two, CollKind::kAllReduce, bytes, ModelProto::kLL, 1).timeUs);
+  EXPECT_FALSE(modelCost(h100Graph(4), Algorithm::kOneShot, CollKind::kAllReduce, bytes, ModelProto::kLL, 1).applies);
+  EXPECT_FALSE(modelCost(two, Algorithm::kDirect, CollKind::kAllGather, bytes, ModelProto::kSimple, 1).applies);
+}
+
 TEST(GpuModelPlan, RanksSharingADeviceKeepTheirMeasuredChoices) {
   const RingGraph g = h100Graph(4);
   for (size_t bytes = 8; bytes <= (size_t{1} << 26); bytes *= 16) {
