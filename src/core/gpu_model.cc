@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "common/log.h"
-#include "device/executor.h"
 #include "plan/ring_channels.h"
 #include "topo/topo.h"
 
@@ -50,13 +49,9 @@ void describeGpuRings(ccComm* comm) {
   if (comm->mostRanksOnADevice > 1) return;  // the shared-device choices are measured ones (tuner.h)
   std::vector<int64_t> busIds;
   for (const PeerInfo& p : comm->peers) {
-    int64_t busId = -1;
-    if (!isOk(cudaDeviceBusId(p.device, &busId))) {
-      keepFixedChoices(comm, threadLastError());
-      clearThreadLastError();
-      return;
-    }
-    busIds.push_back(busId);
+    if (p.deviceBusId < 0)
+      return keepFixedChoices(comm, "CUDA did not tell the PCI bus id of rank " + std::to_string(p.rank) + "'s device");
+    busIds.push_back(p.deviceBusId);
   }
   const HostTopology& topo = hostTopology();
   if (!topo.ok) return keepFixedChoices(comm, "no topology (" + topo.why + ")");

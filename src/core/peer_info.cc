@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/params.h"
+#include "device/executor.h"
 #include "plan/rings.h"
 
 namespace collcomm::detail {
@@ -77,6 +78,11 @@ PeerInfo localPeerInfo(int rank, int device) {
   info.machineHash = localMachineHash();
   info.processToken = localProcessToken();
   info.device = device;
+  info.deviceBusId = -1;
+  if (device >= 0 && !isOk(cudaDeviceBusId(device, &info.deviceBusId))) {
+    info.deviceBusId = -1;  // the planner then goes without the topology (core/gpu_model.cc)
+    clearThreadLastError();
+  }
   info.ringOrder = static_cast<int32_t>(ringOrderFromParams());
   if (const std::string id = paramStr(Param::kHostid); !id.empty())
     snprintf(info.host, sizeof(info.host), "%s", id.c_str());

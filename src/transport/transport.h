@@ -23,6 +23,9 @@ struct PeerInfo {
   uint64_t hostHash;      // same value <=> same host (hostname + boot id)
   uint64_t processToken;  // same value <=> same process
   int device;
+  // The device's PCI bus id (topo/system.h's encoding; -1 for host ranks, or where CUDA cannot
+  // tell): names one GPU alike in every process, whatever CUDA_VISIBLE_DEVICES numbers it.
+  int64_t deviceBusId;
   char host[64];
   int32_t ringOrder;      // the COLLCOMM_RING_ORDER this rank plans rings with (plan/rings.h)
   uint64_t cpuMask[16];   // the CPUs the rank's thread may run on at init (first 1024)
