@@ -10,6 +10,12 @@ cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 # libfabric is installed (install_deps.sh): the OFI net tests must run, not skip (tests/support/ofi_provider.h).
 export CC_TEST_REQUIRE_OFI=1
+# Each stage's wall time, printed as it ends: CI must finish in 40 minutes, and this shows where they go.
+stage_began=$SECONDS
+stage_took() {
+  echo "== ($1 took $((SECONDS - stage_began)) s; $SECONDS s in all)"
+  stage_began=$SECONDS
+}
 
 # With nvcc (and SKIP_CUDA unset) the main build has the CUDA executor: every kernel compiled for
 # sm_80 (PTX) and sm_90, the library linked with it, and the GPU tests in the suite (they skip without a
@@ -27,12 +33,14 @@ echo "== build and test (RelWithDebInfo, CUDA executor: $cuda)"
 BUILD_DIR=build bash scripts/build.sh -DCOLLCOMM_CUDA=$cuda -DCOLLCOMM_CUDA_ARCHS="${CI_CUDA_ARCHS:-90}" \
   -DCOLLCOMM_CUDA_CHECK_ARCHS="${CI_CUDA_CHECK_ARCHS:-80}"
 ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 600
+stage_took "build and test"
 
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== build and test with AddressSanitizer + UndefinedBehaviorSanitizer"
   BUILD_DIR=build-asan BUILD_TYPE=Debug bash scripts/build.sh -DCOLLCOMM_CUDA=OFF -DCOLLCOMM_SANITIZE=address,undefined
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 900
+  stage_took "sanitizers"
 fi
 
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
@@ -42,10 +50,12 @@ if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   mkdir -p build-fuzz/corpus
   build-fuzz/topo_xml_fuzz -max_total_time="${FUZZ_SECONDS:-30}" -print_final_stats=1 build-fuzz/corpus \
     tests/fixtures/topologies 2>&1 | tail -n 15
+  stage_took "fuzz"
 fi
 
 if [ "${SKIP_TORCH:-0}" != 1 ]; then
   echo "== PyTorch backend: install torch==2.11.0 and collcomm_torch, run its tests (python/ci.sh)"
   bash python/ci.sh
+  stage_took "PyTorch backend"
 fi
 echo "== all stages passed"
