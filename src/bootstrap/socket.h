@@ -104,11 +104,11 @@ struct IoStatus {
   std::string describe() const;
 };
 
-// Owns one file descriptor (closed on destruction); move-only. Every socket it creates is
-// non-blocking and close-on-exec; connected sockets have TCP_NODELAY; listeners SO_REUSEADDR.
 // True when a connected TCP socket's local and peer addresses are the same: it connected to itself.
 bool connectedToItself(int fd);
 
+// Owns one file descriptor (closed on destruction); move-only. Every socket it creates is
+// non-blocking and close-on-exec; connected sockets have TCP_NODELAY; listeners SO_REUSEADDR.
 class Socket {
  public:
   Socket() = default;

@@ -31,9 +31,10 @@ Status estimateGpuOpsUs(ccComm* comm, const Op* ops, size_t nOps, double* us) {
                     "ccGroupSimulateEnd: rank %d's GPU communicator has no cost model: %s (docs/planning.md, \"GPU "
                     "communicators\")",
                     comm->rank,
-                    comm->nranks < 2                ? "it has one rank"
-                    : comm->mostRanksOnADevice > 1 ? "its ranks share a device, where the planner's choices are measured"
-                                                   : "the topology did not hold its devices (COLLCOMM_DEBUG=INFO says why)");
+                    comm->nranks < 2 ? "it has one rank"
+                    : comm->mostRanksOnADevice > 1
+                        ? "its ranks share a device, where the planner's choices are measured"
+                        : "the topology did not hold its devices (COLLCOMM_DEBUG=INFO says why)");
   if (!comm->plans.shapeReady.load(std::memory_order_acquire)) makeShape(comm);
   double total = 0;
   for (size_t i = 0; i < nOps; ++i) {

@@ -197,11 +197,11 @@ CollPlan planGpuByModel(const TunerConfig& cfg, CollKind kind, size_t bytes, int
   else if (cfg.forcedAlgo >= 0)
     limits.algo = static_cast<int>(Algorithm::kRing);
   if (cfg.forcedProto >= 0)
-    limits.proto = static_cast<int>(cfg.forcedProto == static_cast<int>(Protocol::kLL) ? ModelProto::kLL
-                                                                                        : ModelProto::kSimple);
+    limits.proto =
+        static_cast<int>(cfg.forcedProto == static_cast<int>(Protocol::kLL) ? ModelProto::kLL : ModelProto::kSimple);
   const ModelChoice c = chooseByModel(graph, kind, bytes, limits);
-  return CollPlan{c.proto == ModelProto::kLL ? Protocol::kLL : Protocol::kSimple, c.algo, c.channels, false, false,
-                  false};
+  return CollPlan{
+      c.proto == ModelProto::kLL ? Protocol::kLL : Protocol::kSimple, c.algo, c.channels, false, false, false};
 }
 
 }  // namespace

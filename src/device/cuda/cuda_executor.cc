@@ -487,7 +487,8 @@ Status cudaDeviceBusId(int device, int64_t* busId) {
                     cudaGetErrorString(err));
   }
   if (!parseBusId(text, busId))
-    return CC_ERROR(Status::kSystemError, "CUDA gave device %d the PCI bus id \"%s\", which does not parse", device, text);
+    return CC_ERROR(Status::kSystemError, "CUDA gave device %d the PCI bus id \"%s\", which does not parse", device,
+                    text);
   return kOk;
 }
 

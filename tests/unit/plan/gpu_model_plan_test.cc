@@ -15,8 +15,8 @@ namespace {
 
 TopoSystem dgxH100() {
   TopoSystem sys;
-  EXPECT_TRUE(isOk(loadTopologyFile(std::string(COLLCOMM_SOURCE_DIR) + "/tests/fixtures/topologies/dgx_h100.xml",
-                                    &sys)))
+  EXPECT_TRUE(
+      isOk(loadTopologyFile(std::string(COLLCOMM_SOURCE_DIR) + "/tests/fixtures/topologies/dgx_h100.xml", &sys)))
       << threadLastError();
   return sys;
 }
@@ -31,8 +31,8 @@ TEST(GpuModelRings, FindsTheCommunicatorsGpusByBusId) {
   const TopoSystem sys = dgxH100();
   // GPUs 2, 0 and 1 of the fixture, as ranks 0, 1 and 2 might have them: the first stays first.
   SingleNodeRings r;
-  ASSERT_TRUE(isOk(ringsOverBusIds(sys, {busIdOf("0000:3a:00.0"), busIdOf("0000:18:00.0"), busIdOf("0000:2a:00.0")},
-                                   &r)))
+  ASSERT_TRUE(
+      isOk(ringsOverBusIds(sys, {busIdOf("0000:3a:00.0"), busIdOf("0000:18:00.0"), busIdOf("0000:2a:00.0")}, &r)))
       << threadLastError();
   EXPECT_EQ(r.order, (std::vector<int>{2, 0, 1}));
   EXPECT_EQ(r.graph.nRanks, 3);
@@ -105,8 +105,7 @@ TEST(GpuModelPlan, KeepsWithinTheConnectedChannelsAndWhatIsForced) {
   EXPECT_EQ(planGpuCollective(oneShot, CollKind::kAllReduce, big, 8, 32, false, &g).algo, Algorithm::kOneShot);
   // Two ranks, small: one-shot, which the model does not price.
   const RingGraph two = h100Graph(2);
-  EXPECT_EQ(planGpuCollective(TunerConfig{}, CollKind::kAllReduce, 1024, 2, 32, false, &two).algo,
-            Algorithm::kOneShot);
+  EXPECT_EQ(planGpuCollective(TunerConfig{}, CollKind::kAllReduce, 1024, 2, 32, false, &two).algo, Algorithm::kOneShot);
   EXPECT_EQ(planGpuCollective(TunerConfig{}, CollKind::kAllReduce, size_t{1} << 20, 2, 32, false, &two).algo,
             Algorithm::kRing);
 }
