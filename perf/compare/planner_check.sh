@@ -3,6 +3,7 @@
 #
 #   bash perf/compare/planner_check.sh                  # allreduce, 2 pinned processes, 3 reps
 #   OPS=all_reduce,broadcast RANKS=4 REPS=1 bash perf/compare/planner_check.sh
+#   THREADS=1 STAT=min REPS=5 bash perf/compare/planner_check.sh   # 2 ranks as threads of one process
 #
 # For each op and size it times the default plan and every forced (COLLCOMM_ALGO x COLLCOMM_PROTO)
 # choice, repetitions interleaved, and prints the median (or, with STAT=min, the fastest) time (us,
@@ -11,9 +12,11 @@
 #
 # Environment: BUILD_DIR [$REPO/build-compare] (built like compare.sh when missing), OPS
 # [all_reduce], SIZES [8,64,256,1K,4K,16K,64K,256K,1M,4M,16M,64M], RANKS [2] (processes; pinned one
-# per core when RANKS <= cores), REPS [3], TOLERANCE [1.10], STAT [median; min: the fastest
-# repetition, which a VM's slow phases (minutes in which cross-core hand-offs cost 5x) cannot
-# inflate; use it with REPS >= 5], OUT_DIR [/tmp/collcomm-planner].
+# per core when RANKS <= cores), THREADS [0; 1: the RANKS ranks are threads of one process
+# (`<op>_perf -t RANKS`, not pinned: the perf binaries leave a thread's affinity alone), whose
+# planner has its own Direct thresholds], REPS [3], TOLERANCE [1.10], STAT [median; min: the
+# fastest repetition, which a VM's slow phases (minutes in which cross-core hand-offs cost 5x)
+# cannot inflate; use it with REPS >= 5], OUT_DIR [/tmp/collcomm-planner].
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,8 +28,10 @@ RANKS="${RANKS:-2}"
 REPS="${REPS:-3}"
 TOLERANCE="${TOLERANCE:-1.10}"
 STAT="${STAT:-median}"
+THREADS="${THREADS:-0}"
 OUT_DIR="${OUT_DIR:-/tmp/collcomm-planner}"
 [[ "$STAT" == median || "$STAT" == min ]] || { echo "STAT must be median or min" >&2; exit 2; }
+[[ "$THREADS" == 0 || "$THREADS" == 1 ]] || { echo "THREADS must be 0 (processes) or 1 (threads)" >&2; exit 2; }
 
 if [[ ! -x "$BUILD_DIR/perf/all_reduce_perf" ]]; then
   bash "$REPO/scripts/install_deps.sh" >/dev/null || exit 1
@@ -34,21 +39,32 @@ if [[ ! -x "$BUILD_DIR/perf/all_reduce_perf" ]]; then
   cmake --build "$BUILD_DIR" >/dev/null || exit 1
 fi
 mkdir -p "$OUT_DIR/raw"
-BIND=(--bind none)
-(( RANKS <= $(nproc) )) && BIND=(--bind core)
+# The command prefix that starts the ranks, and the perf binary's own rank option.
+if [[ "$THREADS" == 1 ]]; then
+  LAUNCH=()
+  RANK_ARGS=(-t "$RANKS")
+else
+  BIND=(--bind none)
+  (( RANKS <= $(nproc) )) && BIND=(--bind core)
+  LAUNCH=("$BUILD_DIR/tools/ccrun/ccrun" -n "$RANKS" "${BIND[@]}")
+  RANK_ARGS=()
+fi
 # name:env pairs; "default" forces nothing.
 CHOICES=("default:" "Ring/Simple:COLLCOMM_ALGO=Ring COLLCOMM_PROTO=Simple" "Ring/LL:COLLCOMM_ALGO=Ring COLLCOMM_PROTO=LL")
-(( RANKS == 2 )) && CHOICES+=("OneShot/Simple:COLLCOMM_ALGO=OneShot COLLCOMM_PROTO=Simple"
-                              "OneShot/LL:COLLCOMM_ALGO=OneShot COLLCOMM_PROTO=LL")
-# Direct (single copy; process_vm_readv between these processes) where the op has it; not when
-# the caller forces NET (COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1): Direct moves no byte over
-# the network, so it is no choice a NET communicator's planner has (it never picks it there).
+CHOICES+=("OneShot/Simple:COLLCOMM_ALGO=OneShot COLLCOMM_PROTO=Simple" "OneShot/LL:COLLCOMM_ALGO=OneShot COLLCOMM_PROTO=LL")
+# The tree on more than two ranks, where the host model weighs it (plan/host_model.h).
+(( RANKS > 2 )) && CHOICES+=("Tree/Simple:COLLCOMM_ALGO=Tree COLLCOMM_PROTO=Simple")
+# Direct (single copy: plain loads between threads, process_vm_readv between processes) where the
+# op has it; not when the caller forces NET (COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1): Direct
+# moves no byte over the network, so it is no choice a NET communicator's planner has (it never
+# picks it there).
 if [[ "${COLLCOMM_P2P_DISABLE:-0}" == 1 && "${COLLCOMM_SHM_DISABLE:-0}" == 1 ]]; then
   echo "NET forced: Direct left out of the choices" >&2
 else
   CHOICES+=("Direct:COLLCOMM_ALGO=Direct")
 fi
-# Timed iterations: roughly 0.05-0.2 s per run at every size on the 2-vCPU VM.
+# Timed iterations: roughly 0.05-0.2 s per run at every size on the 2-vCPU VM with two ranks (four
+# ranks' LL choices take minutes from 16 KiB up).
 iters() {
   local s="$1" n="${1%[KMG]}"
   case "$s" in
@@ -67,13 +83,13 @@ for rep in $(seq 1 "$REPS"); do
       for choice in "${CHOICES[@]}"; do
         name="${choice%%:*}"
         envs="${choice#*:}"
-        # OneShot exists for AllReduce only: forced elsewhere it runs the ring, a second sample of
-        # Ring that would only add a chance for noise to pose as a better choice.
-        [[ "$name" == OneShot/* && "$op" != all_reduce ]] && continue
+        # OneShot and Tree exist for AllReduce only: forced elsewhere they run the ring, a second
+        # sample of Ring that would only add a chance for noise to pose as a better choice.
+        [[ ( "$name" == OneShot/* || "$name" == Tree/* ) && "$op" != all_reduce ]] && continue
         log="$OUT_DIR/raw/$op.$size.${name//\//_}.$rep.txt"
         # shellcheck disable=SC2086
-        if ! env $envs timeout 300 "$BUILD_DIR/tools/ccrun/ccrun" -n "$RANKS" "${BIND[@]}" \
-            "$BUILD_DIR/perf/${op}_perf" -b "$size" -e "$size" -a 3 -n "$(iters "$size")" -w 20 -c 1 >"$log" 2>&1; then
+        if ! env $envs timeout 300 "${LAUNCH[@]}" "$BUILD_DIR/perf/${op}_perf" "${RANK_ARGS[@]}" \
+            -b "$size" -e "$size" -a 3 -n "$(iters "$size")" -w 20 -c 1 >"$log" 2>&1; then
           echo "FAILED: $op $size $name (see $log)" >&2
           failed=1
           continue

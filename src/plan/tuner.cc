@@ -4,8 +4,9 @@
 // - Protocol: LL only below 16 B; above that the host LL path loses to Simple (a receiver polls a
 //   line the sender is still filling).
 // - Algorithm: one-shot AllReduce while a rank receives at most 64 KiB (one hand-off instead of
-//   the ring's two); for two ranks over NET up to 256 KiB, where the ring's second phase costs a
-//   network round trip (more ranks on few cores lost with it, so they keep 64 KiB).
+//   the ring's two; between threads Direct, below, takes over from 16 KiB); for two ranks over NET
+//   up to 256 KiB, where the ring's second phase costs a network round trip (more ranks on few
+//   cores lost with it, so they keep 64 KiB).
 // - AllReduce on more than two ranks across hosts: the host model's argmin of Ring, OneShot and
 //   Tree, Simple and LL, over NET (plan/host_model.h hostModelChoice; what is forced is kept, and
 //   the LL rule above does not apply there); the thresholds stay where the model errs more than the
@@ -23,8 +24,11 @@
 // - Over NET a Simple step of 16 KiB or more goes to the network as soon as it is published
 //   (HostWaitContext::sendNow): it leaves while still in cache; smaller steps wait for the round
 //   of the wait that follows, since a second lock round per step costs small messages.
-// - Direct (single copy from the peers' buffers): between threads of one process from 16 KiB
-//   (AllReduce from 4 MiB), where a plain copy beats the ring's two; between processes off unless
+// - Direct (single copy from the peers' buffers): between threads of one process from 16 KiB,
+//   where a plain copy beats the ring's two and the one-shot's copy through a FIFO (AllReduce too
+//   since 2026-11-28: with 11-23's 4 MiB the default took 1.4-1.8x Direct at 16-64 KiB in two runs
+//   on two threads and 1.6-2.0x at 64 KiB on four; the ring still won 256 KiB that day by 1.2-1.4x,
+//   Direct 11-27's calibration by 1.2x); between processes off unless
 //   forced or COLLCOMM_DIRECT_THRESHOLD is set, because process_vm_readv copies slower than the
 //   ring's two copies through a cached FIFO (even Broadcast at 16 MiB, where Direct wins out of
 //   place but the ring in place: only the root knows the variant, every rank must choose alike,
@@ -118,10 +122,8 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectRea
   std::array<size_t, kNumCollKinds> t;
   t.fill(SIZE_MAX);
   if (reach == DirectReach::kInProcess) {
-    t[static_cast<int>(CollKind::kAllGather)] = size_t{16} << 10;
-    t[static_cast<int>(CollKind::kBroadcast)] = size_t{16} << 10;
-    t[static_cast<int>(CollKind::kReduceScatter)] = size_t{16} << 10;
-    t[static_cast<int>(CollKind::kAllReduce)] = size_t{4} << 20;
+    for (CollKind k : {CollKind::kAllGather, CollKind::kBroadcast, CollKind::kReduceScatter, CollKind::kAllReduce})
+      t[static_cast<int>(k)] = size_t{16} << 10;
   }
   // Across processes: off unless forced or set (the header comment: the windows of 2026-11-23
   // lost 2-3x by 2026-11-25).

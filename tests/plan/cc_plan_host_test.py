@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cc-plan --host: nccl-tests' columns per size with the planner's choices at the crossings
 plan/tuner.cc documents (LL to 16 B, one-shot while a rank receives at most 64 KiB, 256 KiB for two
-ranks over NET, Direct between threads from 4 MiB, the host model's argmin across hosts:
+ranks over NET, Direct between threads from 16 KiB, the host model's argmin across hosts:
 docs/planning.md), JSON lines, and a sentence with exit code 2 for every combination that makes no
 sense. (unit/plan/cc_plan_host_test.cc checks every row against planCollective and the host model.)
 
@@ -41,11 +41,11 @@ def main(argv):
     # Within a host, the measured thresholds.
     c = choices(cc_plan, "--ranks", "2", "-b", "16", "-e", "8M")
     expect(c.get(16) == ("OneShot", "LL") and c.get(32) == ("OneShot", "Simple"), "2 threads, LL to 16 B: %s" % c)
+    expect(c.get(8192) == ("OneShot", "Simple") and c.get(16384) == ("Direct", "Simple")
+           and c.get(8 << 20) == ("Direct", "Simple"), "2 threads, Direct from 16 KiB: %s" % c)
+    c = choices(cc_plan, "--ranks", "2", "--processes", "-b", "64K", "-e", "4M")
     expect(c.get(65536) == ("OneShot", "Simple") and c.get(131072) == ("Ring", "Simple"),
-           "2 threads, one-shot to 64 KiB: %s" % c)
-    expect(c.get(2 << 20) == ("Ring", "Simple") and c.get(4 << 20) == ("Direct", "Simple"),
-           "2 threads, Direct from 4 MiB: %s" % c)
-    c = choices(cc_plan, "--ranks", "2", "--processes", "-b", "4M", "-e", "4M")
+           "2 processes, one-shot to 64 KiB: %s" % c)
     expect(c.get(4 << 20) == ("Ring", "Simple"), "2 processes: no Direct unless forced: %s" % c)
     c = choices(cc_plan, "--ranks", "4", "--processes", "-b", "16K", "-e", "32K")
     expect(c.get(16384) == ("OneShot", "Simple") and c.get(32768) == ("Ring", "Simple"),
