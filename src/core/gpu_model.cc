@@ -1,7 +1,6 @@
 // The topology's rings for a GPU communicator (gpu_model.h).
 #include "core/gpu_model.h"
 
-#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>

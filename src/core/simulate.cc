@@ -35,7 +35,6 @@ Status estimateGpuOpsUs(ccComm* comm, const Op* ops, size_t nOps, double* us) {
                     : comm->mostRanksOnADevice > 1
                         ? "its ranks share a device, where the planner's choices are measured"
                         : "the topology did not hold its devices (COLLCOMM_DEBUG=INFO says why)");
-  if (!comm->plans.shapeReady.load(std::memory_order_acquire)) makeShape(comm);
   double total = 0;
   for (size_t i = 0; i < nOps; ++i) {
     if (isP2pKind(ops[i].kind))
@@ -59,9 +58,8 @@ Status estimateGpuOpsUs(ccComm* comm, const Op* ops, size_t nOps, double* us) {
 }  // namespace
 
 Status estimateOpsUs(ccComm* comm, const Op* ops, size_t nOps, double* us) {
-  if (comm->gpu()) return estimateGpuOpsUs(comm, ops, nOps, us);
   // A non-blocking communicator's worker may still be making it (or running earlier operations,
-  // which may connect NET): its shape is read only when the worker is idle.
+  // which may connect NET): its shape, executor and GPU model are read only when the worker is idle.
   CC_CHECK(checkNoWorkInProgress(comm, "ccGroupSimulateEnd"));
   if (comm->nranks > 1 && comm->channels.empty())
     return CC_ERROR(Status::kInvalidUsage,
@@ -69,6 +67,7 @@ Status estimateOpsUs(ccComm* comm, const Op* ops, size_t nOps, double* us) {
                     "has not run)",
                     comm->rank);
   if (!comm->plans.shapeReady.load(std::memory_order_acquire)) makeShape(comm);
+  if (comm->gpu()) return estimateGpuOpsUs(comm, ops, nOps, us);
   PlanShape shape = comm->plans.shape;
   shape.overNet = comm->usesNet;
   const HostLinkClass cls = hostLinkClassOf(shape);
