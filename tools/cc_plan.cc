@@ -32,7 +32,8 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: cc-plan --topo FILE [--nodes N] [--gpus N] [--op OP] [-b MIN] [-e MAX] [-f FACTOR]\n"
                "               [-d TYPE] [--algo ring|tree] [--proto ll|ll128|simple] [--channels N] [--json]\n"
-               "       cc-plan --host [--ranks N] [--hosts N] [--processes] [--choose planner|model] [--op OP]\n"
+               "       cc-plan --host [--ranks N] [--hosts N] [--processes] [--cpus N] [--choose planner|model]\n"
+               "               [--op OP]\n"
                "               [-b MIN] [-e MAX] [-f FACTOR] [-d TYPE] [--algo ring|oneshot|tree|direct]\n"
                "               [--proto ll|simple] [--channels N] [--simple-step SIZE] [--ll-step SIZE] [--json]\n"
                "  --topo FILE    NCCL-format topology XML of one node (as cc-topo reads)\n"
@@ -42,6 +43,8 @@ void usage(FILE* f) {
                "  --ranks N      its ranks (default 2)\n"
                "  --hosts N      the hosts they are on, joined by NET (default 1)\n"
                "  --processes    on one host, ranks are processes (default: threads of one process)\n"
+               "  --cpus N       CPUs each host has for its ranks (default: one per rank); fewer than its\n"
+               "                 ranks plans as the library does on an oversubscribed host\n"
                "  --choose WHO   planner (default): what the library runs; model: the host model's argmin\n"
                "  --simple-step, --ll-step SIZE  the ring's step payloads (default: COLLCOMM_BUFFSIZE's)\n"
                "  --op OP        allreduce (default), allgather, reducescatter, broadcast, reduce\n"
@@ -254,6 +257,9 @@ int main(int argc, char** argv) {
     } else if (a == "--ranks") {
       if (!parsePositiveInt(value(), &host.ranks))
         return usageError("--ranks takes a positive count, not '%s'", argv[i]);
+      given(&hostOption, a);
+    } else if (a == "--cpus") {
+      if (!parsePositiveInt(value(), &host.cpus)) return usageError("--cpus takes a positive count, not '%s'", argv[i]);
       given(&hostOption, a);
     } else if (a == "--hosts") {
       if (!parsePositiveInt(value(), &host.hosts))

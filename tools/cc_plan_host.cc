@@ -70,6 +70,10 @@ int printHostPlan(const HostPlanJob& job) {
     std::fprintf(stderr, "cc-plan: %s\n", threadLastError().c_str());
     return 1;
   }
+  // More ranks on a host than its CPUs: the thresholds a communicator takes there (init.cc).
+  const int ranksPerHost = (job.ranks + job.hosts - 1) / job.hosts;
+  const bool oversubscribed = job.cpus > 0 && ranksPerHost > job.cpus;
+  if (oversubscribed) tuneForOversubscribedHost(&cfg);
   if (job.algo >= 0) cfg.forcedAlgo = job.algo;
   if (job.proto >= 0) cfg.forcedProto = job.proto;
   const FifoSizes fifo = fifoSizesFromParams();
@@ -119,13 +123,18 @@ int printHostPlan(const HostPlanJob& job) {
   if (job.json) {
     std::printf(
         "{\"host\":true,\"ranks\":%d,\"hosts\":%d,\"ranks_are\":\"%s\",\"link_class\":\"%s\",\"op\":\"%s\","
-        "\"choice\":\"%s\",\"channels\":%d,\"simple_step\":%zu,\"ll_step\":%zu}\n",
+        "\"choice\":\"%s\",\"channels\":%d,\"simple_step\":%zu,\"ll_step\":%zu,\"oversubscribed\":%s}\n",
         job.ranks, job.hosts, ranksAre(job), hostLinkClassName(cls), job.opName, choice, shape.nChannels,
-        shape.simpleStepBytes, shape.llStepBytes);
+        shape.simpleStepBytes, shape.llStepBytes, oversubscribed ? "true" : "false");
   } else {
     std::printf("# cc-plan --host: %d rank(s), %s (link class %s), %d channel(s)\n", job.ranks, ranksAre(job),
                 hostLinkClassName(cls), shape.nChannels);
     std::printf("# ring steps: Simple %zu B, LL %zu B\n", shape.simpleStepBytes, shape.llStepBytes);
+    if (job.cpus > 0)
+      std::printf("# %d CPU(s) a host for %d rank(s)%s\n", job.cpus, ranksPerHost,
+                  oversubscribed ? ": oversubscribed, planned as the library plans there" : "");
+    else
+      std::printf("# a CPU per rank (--cpus sets fewer)\n");
     std::printf("# choice: %s\n", job.byModel ? "the host model's argmin over what the planner runs when forced"
                                               : "the planner's (plan/tuner.h; COLLCOMM_* settings apply)");
     std::printf("# predicted, not measured: the host model's estimate (plan/host_model.h, docs/planning.md)\n");

@@ -17,6 +17,7 @@ struct HostPlanJob {
   int ranks = 2;
   int hosts = 1;           // above one: the rank planned is one whose ring crosses the network (NET)
   bool processes = false;  // one host: ranks are processes (else threads of one process)
+  int cpus = 0;            // CPUs a host has for its ranks; 0: one per rank (fewer: oversubscribed)
   CollKind kind = CollKind::kAllReduce;
   const char* opName = "allreduce";
   ccDataType_t dtype = ccFloat;

@@ -279,9 +279,12 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   CC_CHECK(comm->adoptBootstrap(std::move(bootstrap)));
   CC_CHECK(exchangePeerInfo(comm, deadline));
   for (const PeerInfo& p : comm->peers) comm->hostNames.push_back(p.host);
-  if (!paramIsSet(Param::kSpinCount) && hostOversubscribed(comm->peers, rank)) {
-    comm->spinCount = 0;
-    CC_INFO(kSubsysInit, "rank %d: more ranks on this host than CPUs to run them; waits yield at once", rank);
+  if (hostOversubscribed(comm->peers, rank)) {
+    tuneForOversubscribedHost(&comm->tuner);
+    if (!paramIsSet(Param::kSpinCount)) {
+      comm->spinCount = 0;
+      CC_INFO(kSubsysInit, "rank %d: more ranks on this host than CPUs to run them; waits yield at once", rank);
+    }
   }
   comm->netSpinCount = comm->spinCount;
   if (!paramIsSet(Param::kSpinCount) && hostOversubscribed(comm->peers, rank, /*threadsPerProcess=*/1))

@@ -24,7 +24,8 @@
 // - Over NET a Simple step of 16 KiB or more goes to the network as soon as it is published
 //   (HostWaitContext::sendNow): it leaves while still in cache; smaller steps wait for the round
 //   of the wait that follows, since a second lock round per step costs small messages.
-// - Direct (single copy from the peers' buffers): between threads of one process from 16 KiB,
+// - Direct (single copy from the peers' buffers): between threads of one process from 16 KiB
+//   (Broadcast from 4 KiB, or 64 KiB where the host's ranks outnumber its CPUs: below),
 //   where a plain copy beats the ring's two and the one-shot's copy through a FIFO (AllReduce too
 //   since 2026-11-28: with 11-23's 4 MiB the default took 1.4-1.8x Direct at 16-64 KiB in two runs
 //   on two threads and 1.6-2.0x at 64 KiB on four; the ring still won 256 KiB that day by 1.2-1.4x,
@@ -33,6 +34,12 @@
 //   ring's two copies through a cached FIFO (even Broadcast at 16 MiB, where Direct wins out of
 //   place but the ring in place: only the root knows the variant, every rank must choose alike,
 //   and MPI_Bcast is in place). Direct results stream only from 16 MiB: no FIFOs in its working set.
+//   Broadcast between threads: two threads took 0.36-0.55 us by Direct at 4-8 KiB against the
+//   ring's 0.96-1.47 in four runs (2026-11-28; 1-2 KiB split between them), as each reader copies
+//   once from the root's buffer instead of through a FIFO. Four threads on two CPUs lost with it up
+//   to 32 KiB (16 KiB: 5.7-8.3 against the ring's 3.3-5.0 us) and won from 64 KiB (8.0-8.2 against
+//   9.7-12.6): the root then waits for readers that take turns on the CPUs, so a host whose ranks
+//   outnumber its CPUs keeps Direct Broadcast from 64 KiB (tuneForOversubscribedHost).
 #include "plan/tuner.h"
 
 #include <strings.h>
@@ -105,6 +112,11 @@ Status loadTunerConfig(TunerConfig* out) {
   return kOk;
 }
 
+void tuneForOversubscribedHost(TunerConfig* cfg) {
+  if (paramIsSet(Param::kDirectThreshold)) return;
+  cfg->directThreshold[static_cast<int>(CollKind::kBroadcast)] = size_t{64} << 10;
+}
+
 bool hasDirect(CollKind kind) {
   return kind == CollKind::kAllGather || kind == CollKind::kBroadcast || kind == CollKind::kReduceScatter ||
          kind == CollKind::kAllReduce;
@@ -122,8 +134,9 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectRea
   std::array<size_t, kNumCollKinds> t;
   t.fill(SIZE_MAX);
   if (reach == DirectReach::kInProcess) {
-    for (CollKind k : {CollKind::kAllGather, CollKind::kBroadcast, CollKind::kReduceScatter, CollKind::kAllReduce})
+    for (CollKind k : {CollKind::kAllGather, CollKind::kReduceScatter, CollKind::kAllReduce})
       t[static_cast<int>(k)] = size_t{16} << 10;
+    t[static_cast<int>(CollKind::kBroadcast)] = size_t{4} << 10;
   }
   // Across processes: off unless forced or set (the header comment: the windows of 2026-11-23
   // lost 2-3x by 2026-11-25).

@@ -80,6 +80,11 @@ struct CollPlan {
 // Reads COLLCOMM_PROTO / COLLCOMM_ALGO and the thresholds; rejects unknown names.
 Status loadTunerConfig(TunerConfig* out);
 
+// For a communicator whose host has more ranks than CPUs to run them (core/peer_info.h
+// hostOversubscribed): the Direct thresholds measured that way, unless COLLCOMM_DIRECT_THRESHOLD
+// set them (tuner.cc).
+void tuneForOversubscribedHost(TunerConfig* cfg);
+
 // reach: whether (and how) the communicator can run Direct; overNet: some of this rank's
 // connections are NET (not the same on every rank: it steers only what stays local, such as
 // streaming, and two ranks' one-shot); nHosts: the hosts the ranks are on (every rank counts alike:

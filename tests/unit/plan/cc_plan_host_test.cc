@@ -185,5 +185,33 @@ TEST_F(CcPlanHost, DefaultsAreTheCommunicatorsOwn) {
   EXPECT_EQ(field(header, "choice"), "planner") << header;
 }
 
+// --cpus fewer than a host's ranks plans with the thresholds a communicator takes there
+// (tuneForOversubscribedHost); enough CPUs, or none given, plans as a CPU per rank.
+TEST_F(CcPlanHost, FewerCpusThanRanksPlansAsAnOversubscribedHost) {
+  TunerConfig cfg;
+  ASSERT_EQ(loadTunerConfig(&cfg), kOk);
+  TunerConfig crowded = cfg;
+  tuneForOversubscribedHost(&crowded);
+  const char* const sweep = " --op broadcast -b 1K -e 1M -f 2";
+  for (const char* args : {"--ranks 4", "--ranks 4 --cpus 4", "--ranks 4 --cpus 2", "--ranks 8 --hosts 2 --cpus 2"}) {
+    std::string header;
+    const std::vector<Row> rows = ccPlanRows(std::string(args) + sweep, &header);
+    const bool over = std::string(args).find("--cpus 2") != std::string::npos;
+    const bool net = std::string(args).find("--hosts") != std::string::npos;
+    EXPECT_EQ(field(header, "oversubscribed"), over ? "true" : "false") << args << ": " << header;
+    for (const Row& r : rows) {
+      const CollPlan p = planCollective(over ? crowded : cfg, CollKind::kBroadcast, r.bytes, net ? 8 : 4, 1,
+                                        net ? DirectReach::kNone : DirectReach::kInProcess, net, net ? 2 : 1);
+      EXPECT_EQ(r.algo, algorithmName(p.algo)) << args << " " << r.bytes << " B";
+    }
+  }
+  // The sweep crosses both Broadcast thresholds, so the two plans really differ on it.
+  bool differ = false;
+  for (size_t b = 1024; b <= (size_t{1} << 20); b *= 2)
+    differ |= planCollective(cfg, CollKind::kBroadcast, b, 4, 1, DirectReach::kInProcess).algo !=
+              planCollective(crowded, CollKind::kBroadcast, b, 4, 1, DirectReach::kInProcess).algo;
+  EXPECT_TRUE(differ);
+}
+
 }  // namespace
 }  // namespace collcomm::detail

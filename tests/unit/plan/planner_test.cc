@@ -299,6 +299,30 @@ TEST(Planner, DirectForcedAndThresholdFromEnvironment) {
   EXPECT_EQ(cfg.directThreshold[static_cast<int>(CollKind::kReduce)], SIZE_MAX);
 }
 
+// Broadcast between threads goes Direct from 4 KiB while the host's ranks have a CPU each, and from
+// 64 KiB where they outnumber the CPUs (the measurements: tuner.cc); COLLCOMM_DIRECT_THRESHOLD wins
+// over both.
+TEST(Planner, DirectBroadcastBetweenThreadsByWhetherTheyHaveACpuEach) {
+  constexpr auto kIn = DirectReach::kInProcess;
+  TunerConfig cfg = loaded();
+  EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 4096, 2, 1, kIn).algo, Algorithm::kDirect);
+  EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 4095, 2, 1, kIn).algo, Algorithm::kRing);
+  tuneForOversubscribedHost(&cfg);
+  EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 32768, 4, 1, kIn).algo, Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 65536, 4, 1, kIn).algo, Algorithm::kDirect);
+  // The other collectives keep theirs, and processes are not touched.
+  const TunerConfig fresh = loaded();
+  EXPECT_EQ(cfg.directThreshold[static_cast<int>(CollKind::kAllGather)],
+            fresh.directThreshold[static_cast<int>(CollKind::kAllGather)]);
+  EXPECT_EQ(cfg.directCmaThreshold, fresh.directCmaThreshold);
+  setenv("COLLCOMM_DIRECT_THRESHOLD", "8192", 1);
+  cfg = loaded();
+  tuneForOversubscribedHost(&cfg);
+  unsetenv("COLLCOMM_DIRECT_THRESHOLD");
+  EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 8192, 4, 1, kIn).algo, Algorithm::kDirect);
+  EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 8191, 4, 1, kIn).algo, Algorithm::kRing);
+}
+
 PeerInfo rankOn(uint64_t host, std::initializer_list<int> cpus) {
   PeerInfo p{};
   p.hostHash = host;
