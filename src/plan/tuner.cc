@@ -39,7 +39,8 @@
 //   once from the root's buffer instead of through a FIFO. Four threads on two CPUs lost with it up
 //   to 32 KiB (16 KiB: 5.7-8.3 against the ring's 3.3-5.0 us) and won from 64 KiB (8.0-8.2 against
 //   9.7-12.6): the root then waits for readers that take turns on the CPUs, so a host whose ranks
-//   outnumber its CPUs keeps Direct Broadcast from 64 KiB (tuneForOversubscribedHost).
+//   outnumber its CPUs keeps Direct Broadcast from 64 KiB (tuneForOversubscribedHost). Four
+//   threads' AllGather and ReduceScatter won or tied with Direct from 16 KiB, so they keep it.
 #include "plan/tuner.h"
 
 #include <strings.h>
