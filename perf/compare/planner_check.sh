@@ -8,7 +8,8 @@
 # For each op and size it times the default plan and every forced (COLLCOMM_ALGO x COLLCOMM_PROTO)
 # choice, repetitions interleaved, and prints the median (or, with STAT=min, the fastest) time (us,
 # out-of-place column, slowest rank) of each, the best forced choice and default/best. Rows where the default is more than
-# TOLERANCE (1.10) slower than the best are marked "SLOW"; the exit status is 1 if any is.
+# TOLERANCE (1.10) slower than the best are marked "SLOW" (or "same plan" where the best forced
+# choice is the plan the default ran: one plan timed twice); the exit status is 1 if any is SLOW.
 #
 # Environment: BUILD_DIR [$REPO/build-compare] (built like compare.sh when missing), OPS
 # [all_reduce], SIZES [8,64,256,1K,4K,16K,64K,256K,1M,4M,16M,64M], RANKS [2] (processes; pinned one
@@ -101,19 +102,39 @@ for rep in $(seq 1 "$REPS"); do
   done
 done
 
-python3 - "$TSV" "$TOLERANCE" "$STAT" <<'PY'
+# The default's plan per op and size, from one more short run with the plan lines on (the perf
+# tools print "<bytes> B plan: algorithm A, protocol P, ..." under COLLCOMM_DEBUG=INFO): a default
+# slower than the best forced choice that is its own plan is that plan timed twice, not a miss.
+PLANS="$OUT_DIR/plans.tsv"
+: >"$PLANS"
+for op in ${OPS//,/ }; do
+  for size in ${SIZES//,/ }; do
+    # shellcheck disable=SC2086
+    env COLLCOMM_DEBUG=INFO COLLCOMM_DEBUG_SUBSYS=PLAN timeout 300 "${LAUNCH[@]}" "$BUILD_DIR/perf/${op}_perf" \
+      "${RANK_ARGS[@]}" -b "$size" -e "$size" -a 3 -n 1 -w 0 -c 0 2>&1 | sed 's/^\[0\] //' |
+      awk -v op="$op" -v size="$size" 'match($0, /B plan: algorithm [A-Za-z]+, protocol [A-Za-z0-9]+/) {
+        split(substr($0, RSTART, RLENGTH), w, /[ ,]+/); print op "\t" size "\t" w[4] "/" w[6]; exit }' >>"$PLANS"
+  done
+done
+
+python3 - "$TSV" "$TOLERANCE" "$STAT" "$PLANS" <<'PY'
 import sys, statistics, collections
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     op, size, name, t = line.rstrip("\n").split("\t")
     rows[(op, size, name)].append(float(t))
+# The default's plan, named as the forced choices are (Direct has no protocol choice).
+plan_of = {}
+for line in open(sys.argv[4]):
+    op, size, plan = line.rstrip("\n").split("\t")
+    plan_of[(op, size)] = "Direct" if plan.startswith("Direct/") else plan
 tol = float(sys.argv[2])
 agg = min if sys.argv[3] == "min" else statistics.median
 names = []
 for (_, _, n) in rows:
     if n not in names: names.append(n)
-print("| op | size | " + " | ".join(f"{n} (us)" for n in names) + " | best forced | default/best |")
-print("|---|---|" + "---|" * len(names) + "---|---|")
+print("| op | size | " + " | ".join(f"{n} (us)" for n in names) + " | default's plan | best forced | default/best |")
+print("|---|---|" + "---|" * len(names) + "---|---|---|")
 slow = 0
 seen = []
 for (op, size, _) in rows:
@@ -123,10 +144,11 @@ for (op, size, _) in rows:
     forced = {n: t for n, t in med.items() if n != "default"}
     best = min(forced, key=forced.get)
     ratio = med["default"] / forced[best] if "default" in med and forced[best] > 0 else float("nan")
-    mark = " SLOW" if ratio > tol else ""
-    slow += bool(mark)
+    plan = plan_of.get((op, size), "?")
+    mark = (" (same plan)" if plan == best else " SLOW") if ratio > tol else ""
+    slow += mark == " SLOW"
     print(f"| {op} | {size} | " + " | ".join(f"{med[n]:.2f}" if n in med else "-" for n in names)
-          + f" | {best} | {ratio:.2f}{mark} |")
+          + f" | {plan} | {best} | {ratio:.2f}{mark} |")
 sys.exit(1 if slow else 0)
 PY
 status=$?
