@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # net_ofi_compare.sh - allreduce over loopback, 2 processes pinned one per core: collcomm's NET
-# transport over its socket backend and over libfabric (COLLCOMM_NET=ofi, tcp;ofi_rxm), beside Open
+# transport over its socket backend and over libfabric (COLLCOMM_NET=ofi; tcp;ofi_rxm on 1.17), beside Open
 # MPI over the same libfabric (pml cm, mtl ofi, provider tcp;ofi_rxm on lo) and Open MPI TCP (btl
 # tcp), in one run; the cases alternate (A B C D, then D C B A, ...) so that other programs' load
 # falls on all of them, and the table gives medians (docs/net.md, "The OFI backend").
@@ -12,7 +12,10 @@
 # there), SIZES [8,64K,1M,16M,256M], REPS [4] (rounds; each runs every case once),
 # CASES [cc-socket,cc-ofi,ompi-ofi,ompi-tcp], OUT_DIR [/tmp/collcomm-net-ofi] (raw outputs),
 # CC_LIB_B: a folder holding another libcollcomm.so.0 to run as case cc-ofi-b (LD_LIBRARY_PATH),
-# for before/after comparisons in the same run. Open MPI's benchmark is built by peers/build.sh
+# for before/after comparisons in the same run; FABRIC_LIB: a folder holding another libfabric.so.1
+# (a newer release built from source, say) to run collcomm and Open MPI over as cases cc-ofi-fab
+# (tcp's own reliable endpoints, which libfabric has from 1.18 on) and ompi-ofi-fab (tcp;ofi_rxm:
+# Open MPI 4.1's mtl ofi does not initialise over tcp's own endpoints). Open MPI's benchmark is built by peers/build.sh
 # into $OUT_DIR/peers. Busbw in GB/s from 1 MiB up, time in microseconds below; out-of-place, the
 # slowest rank (-a 3 for collcomm).
 set -uo pipefail
@@ -26,6 +29,7 @@ CASES="${CASES:-cc-socket,cc-ofi,ompi-ofi,ompi-tcp}"
 OUT_DIR="${OUT_DIR:-/tmp/collcomm-net-ofi}"
 mkdir -p "$OUT_DIR/raw"
 [[ -n "${CC_LIB_B:-}" ]] && CASES="$CASES,cc-ofi-b"
+[[ -n "${FABRIC_LIB:-}" ]] && CASES="$CASES,cc-ofi-fab,ompi-ofi-fab"
 
 bash "$HERE/peers/build.sh" "$OUT_DIR/peers" "$OUT_DIR/peers" ompi >/dev/null || echo "Open MPI's benchmark did not build" >&2
 MPI_BENCH="$OUT_DIR/peers/mpi_bench.openmpi"
@@ -42,6 +46,10 @@ run_case() {  # case size_bytes -> raw output on stdout
         "$BUILD_DIR/perf/all_reduce_perf" -b "$2" -e "$2" -a 3 "${iters[@]}" ;;
     cc-ofi-b) env "${CC_ENV[@]}" COLLCOMM_NET=ofi LD_LIBRARY_PATH="$CC_LIB_B" timeout 600 \
         "$BUILD_DIR/tools/ccrun/ccrun" -n 2 --bind core "$BUILD_DIR/perf/all_reduce_perf" -b "$2" -e "$2" -a 3 "${iters[@]}" ;;
+    cc-ofi-fab) env "${CC_ENV[@]}" COLLCOMM_NET=ofi LD_LIBRARY_PATH="$FABRIC_LIB" timeout 600 \
+        "$BUILD_DIR/tools/ccrun/ccrun" -n 2 --bind core "$BUILD_DIR/perf/all_reduce_perf" -b "$2" -e "$2" -a 3 "${iters[@]}" ;;
+    ompi-ofi-fab) "${OMPI[@]}" -x LD_LIBRARY_PATH="$FABRIC_LIB" --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" \
+        -x FI_TCP_IFACE=lo "$MPI_BENCH" -o allreduce -s "$2" -t 0.1 -m 3 -n 1000 ;;
     ompi-ofi) "${OMPI[@]}" --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" -x FI_TCP_IFACE=lo \
         "$MPI_BENCH" -o allreduce -s "$2" -t 0.1 -m 3 -n 1000 ;;
     ompi-tcp) "${OMPI[@]}" --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo \
@@ -102,5 +110,24 @@ for c in cases:
         else:
             cells.append(f"{statistics.median(float(r[2]) for r in ok):.1f} us")
     print(f"| {c} | " + " | ".join(cells) + f" |")
+# Each case against cc-socket run beside it (same round and size), the median of those ratios:
+# time over the socket backend's time below 1 MiB, busbw over its busbw from 1 MiB.
+if "cc-socket" in cases and len(cases) > 1:
+    print("\n| against cc-socket, same round | " + " | ".join(fmt(s) for s in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    rounds = {}
+    for r in rows:
+        rounds.setdefault((r[0], int(r[1])), []).append(r)
+    for c in cases:
+        if c == "cc-socket":
+            continue
+        cells = []
+        for s in sizes:
+            mine, base = rounds.get((c, s), []), rounds.get(("cc-socket", s), [])
+            col = 3 if s >= 1 << 20 else 2
+            q = [float(a[col]) / float(b[col]) for a, b in zip(mine, base)
+                 if "FAILED" not in (a[col], b[col]) and float(b[col]) > 0]
+            cells.append(f"{statistics.median(q):.2f}x {'busbw' if col == 3 else 'time'}" if q else "-")
+        print(f"| {c} | " + " | ".join(cells) + " |")
 print(f"\nmedians of {len(rows) // max(1, len(cases) * len(sizes))} runs per cell; raw outputs in {sys.argv[1].rsplit('/', 1)[0]}/raw")
 EOF

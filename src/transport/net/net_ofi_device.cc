@@ -2,9 +2,12 @@
 //
 // Provider: COLLCOMM_OFI_PROVIDER when set (a name as fi_info prints it: "tcp" also finds the
 // layered "tcp;ofi_rxm"; the exact name wins where both offer reliable tagged endpoints), else the
-// first of kPreferred that fi_getinfo offers. Providers that cannot carry collcomm's connections
-// are never chosen by default: "shm" reaches only this host, "udp;ofi_rxd", "sockets" and "net"
-// are slow or experimental in libfabric 1.17 (each may still be asked for by name).
+// first of kPreferred that fi_getinfo offers. tcp's own reliable endpoints (libfabric 1.18 on)
+// come before rxm over tcp: over libfabric 2.6 on loopback they moved 0.88-0.99 of the socket
+// backend's busbw from 1 MiB up, rxm over the same tcp 0.5-0.6 (docs/net.md, "tcp's own
+// endpoints"); libfabric 1.17's tcp has none, so there rxm still carries it. Providers that cannot carry collcomm's connections are never chosen by
+// default: "shm" reaches only this host, "udp;ofi_rxd", "sockets" and "net" are slow or
+// experimental in libfabric 1.17 (each may still be asked for by name).
 //
 // Domains: a provider that works over IP interfaces (tcp) offers one domain per interface and
 // address; those are filtered by COLLCOMM_SOCKET_IFNAME and COLLCOMM_SOCKET_FAMILY as the socket
@@ -31,7 +34,7 @@
 namespace collcomm::detail::netofi {
 namespace {
 
-const char* const kPreferred[] = {"verbs;ofi_rxm", "efa", "tcp;ofi_rxm", "tcp"};
+const char* const kPreferred[] = {"verbs;ofi_rxm", "efa", "tcp", "tcp;ofi_rxm"};
 const char* const kNeverByDefault[] = {"shm", "udp;ofi_rxd", "sockets", "net", "net;ofi_rxm"};
 
 // FI_MR_LOCAL: every buffer registered (net_ofi_endpoint.cc registers what the caller did not);
@@ -92,10 +95,9 @@ fi_info* makeHints(const Lib* l, const std::string& provider) {
   return h;
 }
 
-// The provider the devices come from, among those fi_getinfo offered.
-std::string chooseProvider(const fi_info* list, const std::string& asked) {
-  std::vector<std::string> offered;
-  for (const fi_info* i = list; i != nullptr; i = i->next) offered.push_back(i->fabric_attr->prov_name);
+}  // namespace
+
+std::string chooseProvider(const std::vector<std::string>& offered, const std::string& asked) {
   auto has = [&](const std::string& n) {
     for (const std::string& o : offered)
       if (o == n) return true;
@@ -113,6 +115,8 @@ std::string chooseProvider(const fi_info* list, const std::string& asked) {
     if (!oneOf(o, kNeverByDefault, std::size(kNeverByDefault))) return o;
   return "";
 }
+
+namespace {
 
 // The provider's domains in the order the devices take them (see the banner).
 std::vector<const fi_info*> chooseDomains(const fi_info* list, const std::string& provider,
@@ -164,7 +168,9 @@ Status findDevices(const std::string& asked) {
                   " with reliable tagged endpoints (fi_getinfo: " + fiError(rc) + ")";
     return kOk;
   }
-  const std::string provider = chooseProvider(list, asked);
+  std::vector<std::string> offered;
+  for (const fi_info* i = list; i != nullptr; i = i->next) offered.push_back(i->fabric_attr->prov_name);
+  const std::string provider = chooseProvider(offered, asked);
   std::vector<NetInterface> ifs;
   const std::vector<const fi_info*> domains =
       provider.empty() ? std::vector<const fi_info*>{} : chooseDomains(list, provider, &ifs);

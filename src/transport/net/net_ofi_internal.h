@@ -58,6 +58,9 @@ struct Device {
   std::string provider;
 };
 
+// The provider the devices come from, given the names of those fi_getinfo offered (in its order)
+// and COLLCOMM_OFI_PROVIDER ("" when unset); "" when none will do (net_ofi_device.cc's banner).
+std::string chooseProvider(const std::vector<std::string>& offered, const std::string& asked);
 Status ofiInit();
 Status ofiDevices(int* count);
 Status ofiGetProperties(int dev, NetProperties* props);

@@ -64,12 +64,27 @@ void postCtrlRecv(Comm* comm) {
   comm->ctrlRecv.posted = rc == 0;  // -FI_EAGAIN: again at the next poll
 }
 
-// Posts a control message (best effort: false when it could not be posted now).
+// Posts a control message (best effort: false when it could not be posted now). A farewell
+// completes only once the peer's provider holds it (FI_DELIVERY_COMPLETE), so that the close after
+// it cannot outrun it: a receiver leaves a farewell when it fails mid-operation, while its sender
+// may still be sending, and closing with those bytes unread resets the connection, upon which
+// libfabric's own tcp endpoints (1.18 on) drop what had arrived unread. Goodbyes and probes need no
+// such wait. A provider that refuses the flag gets a plain send.
 bool postCtrl(Comm* comm, CtrlOp* op, CtrlKind kind, uint32_t word) {
   if (op->posted || comm->peer == FI_ADDR_UNSPEC) return false;
   op->msg = CtrlMsg{kCtrlMagic, kind, word, 0};
-  const ssize_t rc =
-      fi_tsend(comm->ep.ep, &op->msg, sizeof(CtrlMsg), selfDesc(comm), comm->peer, ctrlTag(comm->key), &op->ctx);
+  iovec iov{&op->msg, sizeof(CtrlMsg)};
+  void* desc = selfDesc(comm);
+  fi_msg_tagged m{};
+  m.msg_iov = &iov;
+  m.desc = &desc;
+  m.iov_count = 1;
+  m.addr = comm->peer;
+  m.tag = ctrlTag(comm->key);
+  m.context = &op->ctx;
+  const uint64_t delivered = kind == CtrlKind::kFarewell ? FI_DELIVERY_COMPLETE : 0;
+  ssize_t rc = fi_tsendmsg(comm->ep.ep, &m, FI_COMPLETION | delivered);
+  if (rc == -FI_EBADFLAGS && delivered != 0) rc = fi_tsendmsg(comm->ep.ep, &m, FI_COMPLETION);
   op->posted = rc == 0;
   return op->posted;
 }
@@ -263,8 +278,14 @@ Status ofiIsend(void* sendComm, const void* data, size_t size, uint32_t tag, voi
   r->tag = tag;
   const ssize_t rc = fi_tsend(comm->ep.ep, buf, size, desc, comm->peer, dataTag(comm->key, tag), &r->ctx);
   if (rc == -FI_EAGAIN) {
+    // The provider needs progress; the caller tries again. A peer that left may have every post
+    // refused this way (libfabric 1.18's tcp tries to connect again for each), so the probes that
+    // find a departed peer run here too, as in ofiTest.
     release(r);
-    return pollCq(comm);  // the provider needs progress; the caller tries again
+    int got = 0;
+    CC_CHECK(pollCqCounting(comm, &got));
+    maybeProbe(comm);
+    return checkLeft(comm, got != 0);
   }
   if (rc != 0) {
     release(r);
