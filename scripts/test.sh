@@ -3,8 +3,9 @@
 # every kernel for the supported architectures, where nvcc is found), run the whole suite (the GPU
 # tests skip where there is no GPU); then the same suite built with AddressSanitizer +
 # UndefinedBehaviorSanitizer (without CUDA); and
-# fuzz the topology loader briefly; the PyTorch backend (python/ci.sh). SKIP_SANITIZERS=1, SKIP_FUZZ=1,
-# SKIP_CUDA=1 or SKIP_TORCH=1 leave those stages out (for a quick local run).
+# fuzz the topology loader briefly; the PyTorch backend (python/ci.sh). The OFI tests also run over a
+# newer libfabric than Debian's (scripts/test_ofi_newer.sh). SKIP_SANITIZERS=1, SKIP_FUZZ=1,
+# SKIP_CUDA=1, SKIP_OFI_NEWER=1 or SKIP_TORCH=1 leave those stages out (for a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -34,6 +35,12 @@ BUILD_DIR=build bash scripts/build.sh -DCOLLCOMM_CUDA=$cuda -DCOLLCOMM_CUDA_ARCH
   -DCOLLCOMM_CUDA_CHECK_ARCHS="${CI_CUDA_CHECK_ARCHS:-80}"
 ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 600
 stage_took "build and test"
+
+if [ "${SKIP_OFI_NEWER:-0}" != 1 ]; then
+  echo "== the OFI tests over libfabric 1.20 (its tcp provider's own endpoints; scripts/test_ofi_newer.sh)"
+  bash scripts/test_ofi_newer.sh build
+  stage_took "OFI over libfabric 1.20"
+fi
 
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== build and test with AddressSanitizer + UndefinedBehaviorSanitizer"
