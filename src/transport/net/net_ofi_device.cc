@@ -3,11 +3,12 @@
 // Provider: COLLCOMM_OFI_PROVIDER when set (a name as fi_info prints it: "tcp" also finds the
 // layered "tcp;ofi_rxm"; the exact name wins where both offer reliable tagged endpoints), else the
 // first of kPreferred that fi_getinfo offers. tcp's own reliable endpoints (libfabric 1.18 on)
-// come before rxm over tcp: over libfabric 2.6 on loopback they moved 0.88-0.99 of the socket
-// backend's busbw from 1 MiB up, rxm over the same tcp 0.5-0.6 (docs/net.md, "tcp's own
-// endpoints"); libfabric 1.17's tcp has none, so there rxm still carries it. Providers that cannot carry collcomm's connections are never chosen by
-// default: "shm" reaches only this host, "udp;ofi_rxd", "sockets" and "net" are slow or
-// experimental in libfabric 1.17 (each may still be asked for by name).
+// come before rxm over tcp: over libfabric 2.6 on loopback they moved 0.88 of the socket backend's
+// busbw at 1 MiB and 0.98-1.06 beyond, rxm over the same tcp 0.5-0.6 (docs/net.md, "tcp's own
+// endpoints"); libfabric 1.17's tcp has none, so there rxm still carries it. Providers that
+// cannot carry collcomm's connections are never chosen by default: "shm" reaches only this host,
+// "udp;ofi_rxd", "sockets" and "net" are slow or experimental in libfabric 1.17 (each may still be
+// asked for by name).
 //
 // Domains: a provider that works over IP interfaces (tcp) offers one domain per interface and
 // address; those are filtered by COLLCOMM_SOCKET_IFNAME and COLLCOMM_SOCKET_FAMILY as the socket

@@ -1,8 +1,8 @@
 // The OFI (libfabric) backend of the net interface, over the tcp and shm providers where this host
 // has them: devices and properties, handshake with secret checks, messages of 0 .. 64 MiB, order
 // and tag matching with many in flight, errors (a too-small buffer, a peer that closed), the
-// receiver's farewell, over tcp whole-segment steps, a provider that does not exist, and backend selection by
-// COLLCOMM_NET.
+// receiver's farewell, over tcp whole-segment steps, a provider that does not exist, the default
+// provider's order, and backend selection by COLLCOMM_NET.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -295,7 +295,7 @@ Status sendUntilBroken(void* send) {
 // The receiver leaves on a thread of its own while the sender keeps sending, as ranks leave: the
 // farewell reaches the sender before its sends fail. (libfabric 1.18's tcp drops what arrived on a
 // connection once it sees the connection reset, so the backend's close waits, bounded, until the
-// peer has the farewell and goodbye: that needs the sender's progress, as a rank's proxy gives.)
+// peer has the farewell: that needs the sender's progress, as a rank's proxy gives.)
 TEST_P(NetOfi, FarewellReachesTheSenderWhoseSendsFail) {
   test::Watchdog dog(90, "net ofi farewell");
   for (bool sayIt : {true, false}) {
