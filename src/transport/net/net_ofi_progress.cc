@@ -195,8 +195,28 @@ void release(Request* r) {
   r->comm->inFlight--;
 }
 
-// Status of a comm whose request is not done: fails it once its peer left and nothing more came.
-Status checkLeft(Comm* comm, bool gotAny) {
+// Probes the peer every kProbeEvery; a peer that refused every probe for kProbeRefusedFor left. A
+// probe still in flight is no refusal: behind a live peer that does not read yet (its process
+// elsewhere, its proxy asleep) the stream fills and the probe waits; only a post refused outright
+// counts.
+void maybeProbe(Comm* comm) {
+  if (comm->probeOp.posted || comm->peerLeft || comm->failed) return;
+  const auto now = Clock::now();
+  if (now - comm->lastProbe < kProbeEvery) return;
+  comm->lastProbe = now;
+  if (postCtrl(comm, &comm->probeOp, CtrlKind::kProbe, 0)) {
+    comm->probeRefusedSince = Clock::time_point{};
+  } else if (comm->probeRefusedSince == Clock::time_point{}) {
+    comm->probeRefusedSince = now;
+  } else if (now - comm->probeRefusedSince >= kProbeRefusedFor) {
+    peerLeft(comm, "the peer is gone (it has refused every probe for 2 s)");
+  }
+}
+
+// Status of a comm whose request is not done, after a read of its queue that found gotAny: probes
+// the peer now and then, and fails the comm once its peer left and nothing more came.
+Status checkPeer(Comm* comm, bool gotAny) {
+  maybeProbe(comm);
   if (comm->failed) return Status::kRemoteError;
   if (!comm->peerLeft) return kOk;
   comm->emptyPollsSinceLeft = gotAny ? 0 : comm->emptyPollsSinceLeft + 1;
@@ -223,27 +243,6 @@ Status pollCqCounting(Comm* comm, int* got) {
     for (ssize_t i = 0; i < n; ++i) completed(comm, e[i]);
     *got += static_cast<int>(n);
     if (n < kCqBatch) return kOk;
-  }
-}
-
-void maybeProbe(Comm* comm) {
-  if (comm->probeOp.posted || comm->peerLeft || comm->failed) return;
-  const auto now = Clock::now();
-  if (now - comm->lastProbe < kProbeEvery) return;
-  comm->lastProbe = now;
-  // A probe still in flight is no refusal: behind a live peer that does not read yet (its process
-  // elsewhere, its proxy asleep) the stream fills and the probe waits; only a post refused outright
-  // counts.
-  if (comm->probeOp.posted) {
-    comm->probeRefusedSince = Clock::time_point{};
-    return;
-  }
-  if (postCtrl(comm, &comm->probeOp, CtrlKind::kProbe, 0)) {
-    comm->probeRefusedSince = Clock::time_point{};
-  } else if (comm->probeRefusedSince == Clock::time_point{}) {
-    comm->probeRefusedSince = now;
-  } else if (now - comm->probeRefusedSince >= kProbeRefusedFor) {
-    peerLeft(comm, "the peer is gone (it has refused every probe for 2 s)");
   }
 }
 
@@ -279,13 +278,12 @@ Status ofiIsend(void* sendComm, const void* data, size_t size, uint32_t tag, voi
   const ssize_t rc = fi_tsend(comm->ep.ep, buf, size, desc, comm->peer, dataTag(comm->key, tag), &r->ctx);
   if (rc == -FI_EAGAIN) {
     // The provider needs progress; the caller tries again. A peer that left may have every post
-    // refused this way (libfabric 1.18's tcp tries to connect again for each), so the probes that
-    // find a departed peer run here too, as in ofiTest.
+    // refused this way (libfabric 1.18's tcp tries to connect again for each), so the peer is
+    // checked here too, as in ofiTest.
     release(r);
     int got = 0;
     CC_CHECK(pollCqCounting(comm, &got));
-    maybeProbe(comm);
-    return checkLeft(comm, got != 0);
+    return checkPeer(comm, got != 0);
   }
   if (rc != 0) {
     release(r);
@@ -348,8 +346,7 @@ Status ofiTest(void* request, bool* done, size_t* sizes) {
     // A request that completed is reported even if the connection failed after it.
     if (!r->done) {
       if (!isOk(s)) return s;
-      maybeProbe(comm);
-      return checkLeft(comm, got != 0);
+      return checkPeer(comm, got != 0);
     }
   }
   *done = true;
