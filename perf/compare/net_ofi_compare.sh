@@ -36,22 +36,32 @@ MPI_BENCH="$OUT_DIR/peers/mpi_bench.openmpi"
 OMPI=(timeout 600 mpirun --allow-run-as-root -np 2 --bind-to core --map-by core)
 CC_ENV=(COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1 COLLCOMM_SOCKET_IFNAME=lo)
 
+# collcomm's allreduce over one NET backend, libraries first looked up in $3 (may be empty).
+cc_allreduce() {  # backend size_bytes library_path iters...
+  local net="$1" size="$2" libs="$3"
+  shift 3
+  env "${CC_ENV[@]}" COLLCOMM_NET="$net" ${libs:+LD_LIBRARY_PATH="$libs"} timeout 600 "$BUILD_DIR/tools/ccrun/ccrun" \
+    -n 2 --bind core "$BUILD_DIR/perf/all_reduce_perf" -b "$size" -e "$size" -a 3 "$@"
+}
+
+# Open MPI's allreduce over its mtl ofi (provider tcp;ofi_rxm), extra mpirun options first.
+ompi_ofi() {  # size_bytes mpirun_options...
+  local size="$1"
+  shift
+  "${OMPI[@]}" "$@" --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" -x FI_TCP_IFACE=lo \
+    "$MPI_BENCH" -o allreduce -s "$size" -t 0.1 -m 3 -n 1000
+}
+
 run_case() {  # case size_bytes -> raw output on stdout
   local iters=(-n 20 -w 3)
   (($2 >= 64 << 20)) && iters=(-n 3 -w 1)
   case "$1" in
-    cc-socket) env "${CC_ENV[@]}" COLLCOMM_NET=socket timeout 600 "$BUILD_DIR/tools/ccrun/ccrun" -n 2 --bind core \
-        "$BUILD_DIR/perf/all_reduce_perf" -b "$2" -e "$2" -a 3 "${iters[@]}" ;;
-    cc-ofi) env "${CC_ENV[@]}" COLLCOMM_NET=ofi timeout 600 "$BUILD_DIR/tools/ccrun/ccrun" -n 2 --bind core \
-        "$BUILD_DIR/perf/all_reduce_perf" -b "$2" -e "$2" -a 3 "${iters[@]}" ;;
-    cc-ofi-b) env "${CC_ENV[@]}" COLLCOMM_NET=ofi LD_LIBRARY_PATH="$CC_LIB_B" timeout 600 \
-        "$BUILD_DIR/tools/ccrun/ccrun" -n 2 --bind core "$BUILD_DIR/perf/all_reduce_perf" -b "$2" -e "$2" -a 3 "${iters[@]}" ;;
-    cc-ofi-fab) env "${CC_ENV[@]}" COLLCOMM_NET=ofi LD_LIBRARY_PATH="$FABRIC_LIB" timeout 600 \
-        "$BUILD_DIR/tools/ccrun/ccrun" -n 2 --bind core "$BUILD_DIR/perf/all_reduce_perf" -b "$2" -e "$2" -a 3 "${iters[@]}" ;;
-    ompi-ofi-fab) "${OMPI[@]}" -x LD_LIBRARY_PATH="$FABRIC_LIB" --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" \
-        -x FI_TCP_IFACE=lo "$MPI_BENCH" -o allreduce -s "$2" -t 0.1 -m 3 -n 1000 ;;
-    ompi-ofi) "${OMPI[@]}" --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm" -x FI_TCP_IFACE=lo \
-        "$MPI_BENCH" -o allreduce -s "$2" -t 0.1 -m 3 -n 1000 ;;
+    cc-socket) cc_allreduce socket "$2" "" "${iters[@]}" ;;
+    cc-ofi) cc_allreduce ofi "$2" "" "${iters[@]}" ;;
+    cc-ofi-b) cc_allreduce ofi "$2" "$CC_LIB_B" "${iters[@]}" ;;
+    cc-ofi-fab) cc_allreduce ofi "$2" "$FABRIC_LIB" "${iters[@]}" ;;
+    ompi-ofi) ompi_ofi "$2" ;;
+    ompi-ofi-fab) ompi_ofi "$2" -x LD_LIBRARY_PATH="$FABRIC_LIB" ;;
     ompi-tcp) "${OMPI[@]}" --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo \
         "$MPI_BENCH" -o allreduce -s "$2" -t 0.1 -m 3 -n 1000 ;;
   esac 2>&1
