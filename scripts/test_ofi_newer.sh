@@ -11,16 +11,17 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 JOBS=${JOBS:-$(nproc)}
 HERE=build-ofi
-FAB="$HERE/impi-rt-2021.13.0/libfabric"
+WHEEL_VERSION=2021.13.0
+FAB="$HERE/impi-rt-$WHEEL_VERSION/libfabric"
 if [ ! -f "$FAB/libfabric.so.1" ]; then
   [ -x "$HERE/venv/bin/pip" ] || python3 -m venv "$HERE/venv"
   rm -rf "$HERE/wheel" && mkdir -p "$HERE/wheel"
-  "$HERE/venv/bin/pip" download -q --no-deps --only-binary=:all: impi-rt==2021.13.0 -d "$HERE/wheel"
+  "$HERE/venv/bin/pip" download -q --no-deps --only-binary=:all: impi-rt=="$WHEEL_VERSION" -d "$HERE/wheel"
   # Only the libfabric folder of the wheel (its library and provider plugins).
-  python3 - "$HERE/wheel" "$FAB" <<'EOF'
+  python3 - "$HERE/wheel" "$FAB" "$WHEEL_VERSION" <<'EOF'
 import glob, os, shutil, sys, zipfile
 wheel, dest = glob.glob(os.path.join(sys.argv[1], "impi_rt-*.whl"))[0], sys.argv[2]
-prefix = "impi_rt-2021.13.0.data/data/lib/libfabric/"
+prefix = f"impi_rt-{sys.argv[3]}.data/data/lib/libfabric/"
 with zipfile.ZipFile(wheel) as z:
     for name in z.namelist():
         if name.startswith(prefix) and not name.endswith("/"):
