@@ -10,6 +10,7 @@
   X(SocketFamily,   STR, "COLLCOMM_SOCKET_FAMILY",  "",     "AF_INET or AF_INET6 to force an address family") \
   X(CommId,         STR, "COLLCOMM_COMM_ID",        "",     "<host>:<port> of a fixed rendezvous root instead of ccGetUniqueId's") \
   X(P2pDisable,     INT, "COLLCOMM_P2P_DISABLE",    "0",    "1: ranks in one process connect through SHM (or the next transport)") \
+  X(P2pMaxTransfers, INT, "COLLCOMM_P2P_MAX_TRANSFERS", "0", "most point-to-point transfers one run moves, at least 2 (0: the executor's own limit: 32 a GPU kernel, none on hosts); AlltoAll, Gather and Scatter beyond it run in rounds of peers at equal distance, larger send/recv groups are refused") \
   X(ShmDisable,     INT, "COLLCOMM_SHM_DISABLE",    "0",    "1: no shared-memory transport between processes") \
   X(Buffsize,       INT, "COLLCOMM_BUFFSIZE",       "1048576", "bytes of each Simple-protocol connection buffer") \
   X(LlBuffsize,     INT, "COLLCOMM_LL_BUFFSIZE",    "65536", "bytes of each LL-protocol connection buffer") \
@@ -54,6 +55,7 @@
 #define CC_PARAM_RANGES(X) \
   X(Timeout,        1, INT32_MAX) \
   X(P2pDisable,     0, 1) \
+  X(P2pMaxTransfers, 0, INT32_MAX) \
   X(ShmDisable,     0, 1) \
   X(CmaDisable,     0, 1) \
   X(TopoMerge,      0, 1) \

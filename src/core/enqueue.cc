@@ -12,6 +12,7 @@
 #include "core/gpu_ops.h"
 #include "core/group.h"
 #include "core/op_plan.h"
+#include "core/p2p_rounds.h"
 #include "core/tree_conns.h"
 #include "device/dtypes.h"
 #include "device/executor.h"
@@ -235,6 +236,16 @@ Status connectPeerSet(ccComm* comm, std::vector<P2pPeer>& peers, const std::vect
   return kOk;
 }
 
+// Points transfers at the point-to-point connections to their peers (made by connectP2p).
+void pointAtConnections(ccComm* comm, ExecTransfer* ops, size_t nOps) {
+  for (size_t i = 0; i < nOps; ++i) {
+    ExecTransfer& op = ops[i];
+    if (op.peer == comm->rank) continue;
+    op.send = &comm->p2p[op.peer].send;
+    op.recv = &comm->p2p[op.peer].recv;
+  }
+}
+
 // Connects every point-to-point connection the batch needs and points its transfers at them.
 Status connectP2p(ccComm* comm, ExecTransfer* ops, size_t nOps, const Deadline& deadline) {
   std::vector<bool> wantSend(comm->nranks), wantRecv(comm->nranks);
@@ -244,12 +255,7 @@ Status connectP2p(ccComm* comm, ExecTransfer* ops, size_t nOps, const Deadline& 
     (op.isSend ? wantSend : wantRecv)[op.peer] = true;
   }
   CC_CHECK(connectPeerSet(comm, comm->p2p, wantSend, wantRecv, kP2pTagBase, comm->fifoSizes.p2p, deadline));
-  for (size_t i = 0; i < nOps; ++i) {
-    ExecTransfer& op = ops[i];
-    if (op.peer == comm->rank) continue;
-    op.send = &comm->p2p[op.peer].send;
-    op.recv = &comm->p2p[op.peer].recv;
-  }
+  pointAtConnections(comm, ops, nOps);
   return kOk;
 }
 
@@ -286,7 +292,29 @@ Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
   exec.overNet = comm->usesNet;  // as before connecting: a batch that makes the first NET connection
   exec.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
   Status s = connectP2p(comm, transfers.data(), transfers.size(), exec.deadline);
-  if (isOk(s)) s = comm->executor->runP2p(transfers.data(), transfers.size(), exec);
+  const size_t perRun = comm->executor->maxTransfersPerRun();
+  const bool collectivesOnly = std::all_of(ops + begin, ops + end, [](const Op& op) {
+    return op.kind != CollKind::kSend && op.kind != CollKind::kRecv;
+  });
+  if (!isOk(s) || transfers.size() <= perRun || !collectivesOnly) {
+    // (A send/recv group beyond the limit is the executor's to refuse.)
+    if (isOk(s)) s = comm->executor->runP2p(transfers.data(), transfers.size(), exec);
+    return failOp(comm, s, failure);
+  }
+  // Each collective on its own, in rounds that fit a run (core/p2p_rounds.h); connectP2p pointed
+  // every transfer at its connections, which each op's own expansion points at again. Connected,
+  // each round's waits have the timeout of their own.
+  exec.deadline = Deadline();
+  for (size_t i = begin; i < end && isOk(s); ++i) {
+    std::vector<ExecTransfer> own;
+    expandP2p(comm, ops[i], &own);
+    pointAtConnections(comm, own.data(), own.size());
+    exec.name = collName(ops[i].kind);
+    for (std::vector<ExecTransfer>& round : p2pRounds(own, comm->rank, comm->nranks, perRun)) {
+      s = comm->executor->runP2p(round.data(), round.size(), exec);
+      if (!isOk(s)) break;
+    }
+  }
   return failOp(comm, s, failure);
 }
 

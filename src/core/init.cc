@@ -158,6 +158,8 @@ ExecSetup executorSetup(ccComm* comm) {
   setup.abortFlag = &comm->abortFlag;
   setup.hostNames = comm->hostNames.data();
   for (const PeerInfo& p : comm->peers) setup.peers.push_back({p.pid, p.processToken == me.processToken});
+  if (const int64_t perRun = paramInt(Param::kP2pMaxTransfers); perRun > 0)
+    setup.maxTransfersPerRun = static_cast<size_t>(std::max<int64_t>(perRun, 2));  // a send and a receive
   setup.spinCount = comm->spinCount;
   setup.netSpinCount = comm->netSpinCount;
   // Waits may sleep only where every process's publishers are covered by the parking fence; every

@@ -128,6 +128,9 @@ struct ExecSetup {
   const std::atomic<uint32_t>* abortFlag = nullptr;
   const char* const* hostNames = nullptr;  // per rank, for naming a root cause
   std::vector<ExecPeer> peers;             // per rank
+  // The most transfers one runP2p may be handed (COLLCOMM_P2P_MAX_TRANSFERS; SIZE_MAX: none but
+  // the executor's own, Executor::maxTransfersPerRun).
+  size_t maxTransfersPerRun = SIZE_MAX;
   int spinCount = 2000;                    // polls before a wait starts yielding its core
   int netSpinCount = 2000;                 // ... when some connection is NET (ExecOp::overNet)
   // Nanoseconds a wait yields before it sleeps until its peer publishes (0: never; never over NET).
@@ -149,6 +152,10 @@ class Executor {
   // Channels one operation may use. CUDA: bounded so that the kernels of every rank sharing the
   // device fit on it at the same time (a rank's blocks wait for its peers' blocks).
   virtual int maxChannels() const = 0;
+  // Transfers one runP2p takes at most (CUDA: its kernel's 32; host: none unless
+  // ExecSetup::maxTransfersPerRun says); runP2p refuses a larger batch. Core runs AlltoAll, Gather
+  // and Scatter beyond it in rounds (core/p2p_rounds.h).
+  virtual size_t maxTransfersPerRun() const = 0;
   // A sentence unless [p, p + bytes) is memory the executor can read and write (CUDA: device
   // memory of this or a peer-accessible device, or managed/mapped memory; host: any). Control tier.
   virtual Status checkBuffer(const void* p, size_t bytes, const char* opName, const char* which) const = 0;

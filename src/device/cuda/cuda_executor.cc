@@ -78,6 +78,7 @@ class CudaExecutor final : public Executor {
     nranks_ = s.nranks;
     timeoutNs_ = static_cast<uint64_t>(s.timeoutSeconds) * 1000000000ull;
     onePoller_ = paramInt(Param::kGpuPollers) != 0;
+    maxTransfers_ = std::min(static_cast<size_t>(kCudaMaxP2pTransfers), s.maxTransfersPerRun);
     ScopedDevice on(device_);
     int blocksPerSm = 0, sms = 0;
     CC_CHECK(cudaPrepareKernels(kThreads, &blocksPerSm));
@@ -106,6 +107,7 @@ class CudaExecutor final : public Executor {
   }
 
   int maxChannels() const override { return maxChannels_; }
+  size_t maxTransfersPerRun() const override { return maxTransfers_; }
 
   Status checkBuffer(const void* p, size_t bytes, const char* opName, const char* which) const override {
     if (bytes == 0) return kOk;
@@ -258,11 +260,11 @@ class CudaExecutor final : public Executor {
       if (t.isSend) CC_CHECK(mirrored(t.send, &t.send));
       else CC_CHECK(mirrored(t.recv, &t.recv));
     }
-    if (n > static_cast<size_t>(kCudaMaxP2pTransfers))
+    if (n > maxTransfers_)
       return CC_ERROR(Status::kInvalidUsage,
                       "%s on rank %d: a batch of %zu point-to-point transfers; one kernel on a GPU communicator moves "
-                      "at most %d (AlltoAll on up to %d ranks): split the group",
-                      op.name, rank_, n, kCudaMaxP2pTransfers, kCudaMaxP2pTransfers / 2);
+                      "at most %zu: split the group (AlltoAll, Gather and Scatter run in rounds by themselves)",
+                      op.name, rank_, n, maxTransfers_);
     auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaP2pArgs a{};
     static_cast<CudaWaitArgs&>(a) = waitArgs();
@@ -437,6 +439,7 @@ class CudaExecutor final : public Executor {
   int nranks_ = 1;
   int nChannels_ = 0;
   int maxChannels_ = 1;
+  size_t maxTransfers_ = kCudaMaxP2pTransfers;  // per point-to-point kernel (maxTransfersPerRun)
   bool sharesDevice_ = false;  // another rank of the communicator launches on this device (warnSharedDeviceQueues)
   bool onePoller_ = true;  // Simple waits polled by one thread per block (COLLCOMM_GPU_POLLERS=0: all)
   uint64_t timeoutNs_ = 0;

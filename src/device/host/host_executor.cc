@@ -66,6 +66,11 @@ bool HostExecutor::receiversFindFar(int nChannels) const {
 }
 
 Status HostExecutor::runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) {
+  if (n > setup_.maxTransfersPerRun)
+    return CC_ERROR(Status::kInvalidUsage,
+                    "%s on rank %d: a batch of %zu point-to-point transfers, where COLLCOMM_P2P_MAX_TRANSFERS allows "
+                    "%zu per run: split the group (AlltoAll, Gather and Scatter run in rounds by themselves)",
+                    op.name, setup_.rank, n, setup_.maxTransfersPerRun);
   return hostRunP2p(transfers, n, setup_.rank, waitContext(op));
 }
 

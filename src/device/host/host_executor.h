@@ -50,6 +50,7 @@ class HostExecutor final : public Executor {
   explicit HostExecutor(const ExecSetup& setup);
 
   int maxChannels() const override { return static_cast<int>(setup_.channels.size()); }
+  size_t maxTransfersPerRun() const override { return setup_.maxTransfersPerRun; }
   Status checkBuffer(const void*, size_t, const char*, const char*) const override { return kOk; }
   Status run(const ExecColl& coll, const ExecOp& op) override;
   Status runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) override;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -150,13 +151,13 @@ class P2pRanks {
 // Every operation at sizes of nothing, one byte, an odd size and several FIFO steps, every root
 // (the first and last at the largest size); two rounds each, so the second runs over connections
 // whose step counters the first advanced.
-void sweepP2p(int n) {
+void sweepP2p(int n, std::vector<P2p> kinds = {P2p::kRingSendRecv, P2p::kAlltoAll, P2p::kGather, P2p::kScatter}) {
   SKIP_WITHOUT_GPU();
   runWithWatchdog(300, [&] {
     const size_t sizes[] = {0, 1, 4099, (size_t{3} << 20) + 8};
     P2pRanks ranks(n, sizes[3]);
     ASSERT_EQ(ranks.error(), "");
-    for (P2p k : {P2p::kRingSendRecv, P2p::kAlltoAll, P2p::kGather, P2p::kScatter})
+    for (P2p k : kinds)
       for (size_t bytes : sizes)
         for (int root = 0; root < (k == P2p::kGather || k == P2p::kScatter ? n : 1); ++root) {
           if (bytes == sizes[3] && root != 0 && root != n - 1) continue;
@@ -173,6 +174,16 @@ TEST(GpuP2p, OneRankMovesToItself) { sweepP2p(1); }
 TEST(GpuP2p, TwoRanks) { sweepP2p(2); }
 TEST(GpuP2p, FourRanks) { sweepP2p(4); }
 TEST(GpuP2p, EightRanks) { sweepP2p(8); }
+
+// Beyond the transfers one kernel moves, AlltoAll, Gather and Scatter run as kernels one after
+// another, each over the peers at some distances (core/p2p_rounds.h): here four transfers a kernel
+// (two distances), and 18 ranks' AlltoAll and Gather beyond the kernel's own 32.
+TEST(GpuP2p, EightRanksInRoundsOfFourTransfers) {
+  setenv("COLLCOMM_P2P_MAX_TRANSFERS", "4", 1);
+  sweepP2p(8);
+  unsetenv("COLLCOMM_P2P_MAX_TRANSFERS");
+}
+TEST(GpuP2p, EighteenRanksAlltoAllAndGatherInRounds) { sweepP2p(18, {P2p::kAlltoAll, P2p::kGather}); }
 
 }  // namespace
 }  // namespace collcomm::test
