@@ -293,9 +293,8 @@ Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
   exec.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
   Status s = connectP2p(comm, transfers.data(), transfers.size(), exec.deadline);
   const size_t perRun = comm->executor->maxTransfersPerRun();
-  const bool collectivesOnly = std::all_of(ops + begin, ops + end, [](const Op& op) {
-    return op.kind != CollKind::kSend && op.kind != CollKind::kRecv;
-  });
+  const bool collectivesOnly = std::all_of(
+      ops + begin, ops + end, [](const Op& op) { return op.kind != CollKind::kSend && op.kind != CollKind::kRecv; });
   if (!isOk(s) || transfers.size() <= perRun || !collectivesOnly) {
     // (A send/recv group beyond the limit is the executor's to refuse.)
     if (isOk(s)) s = comm->executor->runP2p(transfers.data(), transfers.size(), exec);

@@ -42,8 +42,8 @@ TEST(P2pRounds, EveryRoundFitsAndIsClosedAmongTheRanks) {
     for (int nranks : {2, 5, 8, 17})
       for (size_t perRun : {size_t{2}, size_t{3}, size_t{4}, size_t{6}, size_t{32}}) {
         const int root = nranks / 2;
-        const std::string what = std::string(collLabel(coll)) + " nranks=" + std::to_string(nranks) +
-                                 " perRun=" + std::to_string(perRun);
+        const std::string what =
+            std::string(collLabel(coll)) + " nranks=" + std::to_string(nranks) + " perRun=" + std::to_string(perRun);
         // rounds[r][k]: rank r's round k, indexed by the round's first distance so that empty
         // rounds (left out) still line up across ranks.
         const size_t span = std::max<size_t>(perRun / 2, 1);
@@ -70,8 +70,9 @@ TEST(P2pRounds, EveryRoundFitsAndIsClosedAmongTheRanks) {
             for (const ExecTransfer& t : byRound[r][k]) {
               int matches = 0;
               for (const ExecTransfer& u : byRound[t.peer][k]) matches += u.isSend != t.isSend && u.peer == r;
-              EXPECT_GE(matches, 1) << what << ": rank " << r << " round " << k << (t.isSend ? " sends to " : " receives from ")
-                                    << t.peer << ", which has no partner in its round " << k;
+              EXPECT_GE(matches, 1) << what << ": rank " << r << " round " << k
+                                    << (t.isSend ? " sends to " : " receives from ") << t.peer
+                                    << ", which has no partner in its round " << k;
             }
       }
 }
@@ -206,7 +207,8 @@ TEST(P2pRoundsGroup, SendRecvGroupBeyondTheLimitIsRefusedOnEveryRank) {
           std::string::npos)
         return ranks.fail("rank " + std::to_string(rank) + ": " + said);
       for (int p = 0; p < kRanks; ++p)
-        if (p != rank && in[p] != -1) return ranks.fail("rank " + std::to_string(rank) + " received from " + std::to_string(p));
+        if (p != rank && in[p] != -1)
+          return ranks.fail("rank " + std::to_string(rank) + " received from " + std::to_string(p));
     });
     EXPECT_TRUE(ranks.ok()) << ranks.failures();
   });
