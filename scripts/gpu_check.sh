@@ -13,8 +13,8 @@
 # BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
 # tests, 240), SKIP_NCCL=1 (no NCCL latency through PyTorch), SKIP_TESTS=1, CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
 # COLLCOMM_TIMEOUT (20: seconds a kernel waits on a peer), RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
-# OUT (the log folder; else ./gpu-check-logs), STEPS (the sections to run, of "tests stalls copy latency nccl
-# algos probes sweeps"; all by default), STALL_REPEATS (4), STALL_TIMEOUT (10), STALL_ENV, STALL_ONLY, LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
+# OUT (the log folder; else ./gpu-check-logs), STEPS (the sections to run, of "tests stalls copy latency fused
+# nccl algos probes sweeps"; all by default), STALL_REPEATS (4), STALL_TIMEOUT (10), STALL_ENV, STALL_ONLY, LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
 # libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
 # libxml2.so.2 but no libxml2-dev: there cmake needs a copy of /usr/include/libxml2 (2.9), by
 # default looked for in build-deps/libxml2 (ignored by git, so it can be carried), or a BUILD_DIR
@@ -53,7 +53,7 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PA
 export LD_LIBRARY_PATH="$BUILD_DIR:$LD_LIBRARY_PATH"
 START=$(date +%s)
 # want <section>: whether STEPS names it (all of them when STEPS is unset).
-want() { [[ " ${STEPS:-tests stalls copy latency nccl algos probes sweeps} " == *" $1 "* ]]; }
+want() { [[ " ${STEPS:-tests stalls copy latency fused nccl algos probes sweeps} " == *" $1 "* ]]; }
 want tests || SKIP_TESTS=1
 want nccl || SKIP_NCCL=1
 FAILED=()
@@ -310,6 +310,22 @@ for n in 1 2 8; do
 done
 fi  # latency
 
+# ---- 4b. The fused launch (COLLCOMM_GPU_FUSED_LAUNCH=1, issue 26; off by default until this
+# passes): ranks sharing the GPU run each ring collective as one kernel. 8-byte latency on 4 and 8
+# ranks (the target: 20 us on 8), then 8 ranks from 8 B to 128 MiB, checked, with one hardware
+# queue, where separate launches stalled in 9 of 9 runs.
+if want fused; then
+step "fused launch: 8-byte latency on 4 and 8 ranks; 8 ranks with one hardware queue"
+for n in 4 8; do
+  COLLCOMM_GPU_FUSED_LAUNCH=1 run_perf "fused-latency-t$n" 60 all_reduce_perf --gpu "$GPU_DEVICE" -t "$n" -b 8 -e 8 \
+    -n 1000 -w 100 -c 1
+  COLLCOMM_GPU_FUSED_LAUNCH=1 run_perf "fused-latency-sync-t$n" 60 all_reduce_perf --gpu "$GPU_DEVICE" -t "$n" -b 8 \
+    -e 8 -n 200 -w 20 -c 1 -I 1
+done
+COLLCOMM_GPU_FUSED_LAUNCH=1 CUDA_DEVICE_MAX_CONNECTIONS=1 run_perf "fused-1queue-t8" 90 all_reduce_perf \
+  --gpu "$GPU_DEVICE" -t 8 -b 8 -e 128M -f 4 -n 5 -w 5 -c 1
+fi  # fused
+
 step "NCCL's 1-rank latency (8-byte allreduce): torch.distributed, and ncclAllReduce called directly"
 NCCL_LINE=""
 NCCL_DIRECT=""
@@ -514,6 +530,11 @@ step "summary (logs: $LOG_DIR)"
     b2b=$(usTime "latency-t$n")
     each=$(usTime "latency-sync-t$n")
     printf "  %d rank(s): %s / %s\n" "$n" "${b2b:--}" "${each:--}"
+  done
+  for n in 4 8; do
+    b2b=$(usTime "fused-latency-t$n")
+    each=$(usTime "fused-latency-sync-t$n")
+    [ -n "$b2b$each" ] && printf "  %d ranks, fused launch: %s / %s\n" "$n" "${b2b:--}" "${each:--}"
   done
   if [ -n "$NCCL_LINE" ]; then
     read -r nb ne <<<"$NCCL_LINE"

@@ -29,6 +29,7 @@
   X(MaxNchannels,   INT, "COLLCOMM_MAX_NCHANNELS",  "-1",   "most channels per collective; -1: planner default") \
   X(SpinCount,      INT, "COLLCOMM_SPIN_COUNT",     "2000", "polls a waiting host thread spins before it starts yielding the core; unset: 2000, or 0 when a machine (one kernel, whatever COLLCOMM_HOSTID says) has more ranks than the CPUs their threads may use (counting, once NET is in use, one proxy thread per process); at 0 (ranks alone outnumbering the CPUs, or set) a wait that runs network progress rounds yields after each") \
   X(ParkAfterUs,    INT, "COLLCOMM_PARK_AFTER_US",  "200",  "microseconds a waiting host thread yields its core before it sleeps until the peer publishes what it waits for (futex; not over NET); 0: never sleeps") \
+  X(GpuFusedLaunch, INT, "COLLCOMM_GPU_FUSED_LAUNCH", "0",  "1: the ranks of a communicator that share a GPU in one process run each ring collective as one kernel, launched by the last to arrive (written without a GPU and not yet run on one: off by default)") \
   X(GpuPollers,     INT, "COLLCOMM_GPU_POLLERS",    "1",    "threads of a GPU kernel's block that poll a Simple-protocol step's head or tail: 1 thread 0 alone, the others waiting at a barrier; 0 every thread (on an H200, 4 ranks' 1 GiB allreduce moved a fifteenth as much)") \
   X(TopoFile,       STR, "COLLCOMM_TOPO_FILE",      "",     "load the machine topology from this NCCL-format XML file instead of detecting it") \
   X(TopoDumpFile,   STR, "COLLCOMM_TOPO_DUMP_FILE", "",     "write the topology in use to this XML file (NCCL format)") \
@@ -73,6 +74,7 @@
   X(MaxNchannels,   -1, 64) \
   X(SpinCount,      0, INT32_MAX) \
   X(ParkAfterUs,    0, 60000000) \
+  X(GpuFusedLaunch, 0, 1) \
   X(GpuPollers,     0, 1) \
   X(SocketNthreads, -1, 16) \
   X(NsocksPerthread, -1, 64)

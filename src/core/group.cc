@@ -62,9 +62,11 @@ Status runShare(const Share& s) {
 
 // A GPU communicator's share that only enqueues kernels returns at once: it runs on the calling
 // thread, no hand-off to a worker. One that must first connect to a peer waits for that peer's
-// share, so it runs on its worker beside the others.
+// share, and one whose launches wait for other ranks of the process (a fused launch) waits for
+// theirs, so those run on their workers beside the others.
 bool launchesOnly(const Share& s) {
-  return s.comm->gpu() && !s.init && s.jobs.empty() && !opsNeedConnecting(s.comm, s.ops.data(), s.ops.size());
+  return s.comm->gpu() && !s.comm->gpu()->launchesWithOthers() && !s.init && s.jobs.empty() &&
+         !opsNeedConnecting(s.comm, s.ops.data(), s.ops.size());
 }
 
 // Non-blocking: every share to its worker; failures are the communicators' async errors.

@@ -154,6 +154,10 @@ ExecSetup executorSetup(ccComm* comm) {
   setup.timeoutSeconds = comm->config.timeoutSeconds;
   setup.mostRanksOnADevice = comm->mostRanksOnADevice;
   const PeerInfo& me = comm->peers[comm->rank];
+  for (int r = 0; r < comm->nranks; ++r)
+    if (comm->peers[r].processToken == me.processToken && comm->peers[r].device == me.device)
+      setup.deviceMates.push_back(r);
+  setup.commId = comm->peers[0].commNonce;  // the same on every rank, and this communicator's alone
   for (Channel& ch : comm->channels) setup.channels.push_back({&ch.send, &ch.recv, ch.ringRanks.data(), ch.ringPos});
   setup.abortFlag = &comm->abortFlag;
   setup.hostNames = comm->hostNames.data();

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -77,6 +78,8 @@ PeerInfo localPeerInfo(int rank, int device) {
   info.hostHash = localHostHash();
   info.machineHash = localMachineHash();
   info.processToken = localProcessToken();
+  static std::atomic<uint64_t> made{0};
+  info.commNonce = info.processToken ^ ((made.fetch_add(1) + 1) * 0x9e3779b97f4a7c15ull);
   info.device = device;
   info.deviceBusId = -1;
   if (device >= 0 && !isOk(cudaDeviceBusId(device, &info.deviceBusId))) {

@@ -122,6 +122,11 @@ struct ExecSetup {
   // The most of the communicator's ranks on one device (their kernels must run at once): each
   // rank's share of the device's blocks, the same on every rank so that their plans agree.
   int mostRanksOnADevice;
+  // The communicator's ranks in this process on this rank's device, in rank order (this rank
+  // among them), and an id every rank of the communicator shares: the CUDA executor's fused
+  // launch joins them (device/launch_group.h).
+  std::vector<int> deviceMates;
+  uint64_t commId = 0;
   int timeoutSeconds;
   std::vector<ExecChannel> channels;
   // Host executor only.
@@ -152,6 +157,10 @@ class Executor {
   // Channels one operation may use. CUDA: bounded so that the kernels of every rank sharing the
   // device fit on it at the same time (a rank's blocks wait for its peers' blocks).
   virtual int maxChannels() const = 0;
+  // Whether this rank's collectives wait, on the calling thread, for other ranks of this process
+  // to call theirs (the CUDA executor's fused launch): a thread that drives several such ranks must
+  // then run each one's part of a group on a thread of its own (core/group.cc).
+  virtual bool launchesWithOthers() const { return false; }
   // Transfers one runP2p takes at most (CUDA: its kernel's 32; host: none unless
   // ExecSetup::maxTransfersPerRun says); runP2p refuses a larger batch. Core runs AlltoAll, Gather
   // and Scatter beyond it in rounds (core/p2p_rounds.h).

@@ -32,6 +32,9 @@ struct PeerInfo {
   // Same value <=> same kernel (its boot id), whatever COLLCOMM_HOSTID says: ranks that count as
   // separate hosts (network namespaces, containers) may still share CPUs (hostOversubscribed).
   uint64_t machineHash;
+  // Different for every communicator this process makes (its rank's part of it): rank 0's names
+  // the communicator among the process's others (the CUDA executor's launch groups).
+  uint64_t commNonce;
 };
 
 // Opaque description of a FIFO, made by the receiving side's transport.

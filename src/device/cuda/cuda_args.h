@@ -35,6 +35,10 @@ struct CudaChannelArgs {
   RecvConn* recv;
   const int* ringRanks;  // nranks entries, device-visible
   int ringPos;
+  // A fused launch (CudaCollArgs::nMembers > 0): the member this block serves and the member's
+  // channel it runs. Alone: 0 and the channel's own index.
+  int member;
+  int channel;
 };
 
 // Why a kernel gave up (CudaKernelStatus::reason).
@@ -88,6 +92,21 @@ inline bool cudaWaitArgsOk(const CudaWaitArgs& w) {
          w.status != nullptr;
 }
 
+// One rank's own part of a fused launch, where the ranks of a communicator that share a device
+// run as one kernel (device/launch_group.h; docs/gpu.md, "Ranks sharing a GPU"): its buffers, its
+// reduction's argument (PreMulSum's scalar may differ by rank), and its abort word and status.
+// Everything else about the collective is the same on every member.
+// At most this many members (so at least 4 channels each): the table travels in every ring
+// launch's parameters, and more members than this on one GPU are rare.
+inline constexpr int kCudaMaxMembers = 8;
+struct CudaMemberArgs {
+  const void* sendbuff;
+  void* recvbuff;
+  RedOpSpec op;
+  const volatile uint32_t* abortFlag;
+  CudaKernelStatus* status;
+};
+
 // Everything one launch needs, passed by value as the kernel's only parameter: the collective
 // (CollWork, collectives/coll_work.h), what its waits run under, and its channels.
 //   count: as RingWork::count, in elements of dtype; the launcher lowers the byte-wise
@@ -96,9 +115,18 @@ inline bool cudaWaitArgsOk(const CudaWaitArgs& w) {
 //   executor's channels do.
 //   kind: AllReduce, Broadcast, Reduce, AllGather or ReduceScatter; algo (AllReduce): Ring or
 //   OneShot (two ranks).
+//   nMembers: 0, one rank alone: nChannels blocks, channels[c] is channel c. Else a fused launch of
+//   nMembers ranks: nMembers x nChannels blocks (at most kCudaMaxChannels), channels[b] names block
+//   b's member and channel, and the member's entry in members replaces CollWork's buffers and
+//   reduction and CudaWaitArgs' abort word and status for that block.
 struct CudaCollArgs : CollWork, CudaWaitArgs {
+  int nMembers;
+  CudaMemberArgs members[kCudaMaxMembers];
   CudaChannelArgs channels[kCudaMaxChannels];
 };
+// CUDA passes up to 4 KiB of kernel parameters on every device and driver (more needs CUDA 12.1
+// and Volta or later).
+static_assert(sizeof(CudaCollArgs) <= 4096, "the ring kernel's parameters outgrow 4 KiB");
 
 // The tree AllReduce (tree_kernel.cuh): channel c's block runs collectives/tree_all_reduce.h over
 // trees[c], this rank's connections to its parent and children on channel c's tree (null where

@@ -83,17 +83,33 @@ void reserveKernelStacks(int device, size_t stackBytes) {
 
 Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) {
   CC_CHECK(checkChannelLaunch(in, "the ring"));
-
-  for (int c = 0; c < in.nChannels && in.nranks > 1; ++c) {
-    const CudaChannelArgs& ch = in.channels[c];
-    if (ch.send == nullptr || ch.recv == nullptr || ch.ringRanks == nullptr) {
+  // A fused launch: a block per member and channel, within the table; every member with a status.
+  const int members = std::max(in.nMembers, 1);
+  if (in.nMembers < 0 || in.nMembers > kCudaMaxMembers || members * in.nChannels > kCudaMaxChannels)
+    return CC_ERROR(Status::kInvalidArgument,
+                    "CUDA launch of %s for %d ranks sharing the device with %d channels each: the ranks must be 0..%d "
+                    "and ranks x channels at most %d",
+                    collName(in.kind), in.nMembers, in.nChannels, kCudaMaxMembers, kCudaMaxChannels);
+  for (int m = 0; m < in.nMembers; ++m)
+    if (in.members[m].status == nullptr)
+      return CC_ERROR(Status::kInvalidArgument, "CUDA launch of %s: member %d of the fused launch has no status word",
+                      collName(in.kind), m);
+  const int blocks = members * in.nChannels;
+  for (int b = 0; b < blocks; ++b) {
+    const CudaChannelArgs& ch = in.channels[b];
+    if (ch.member < 0 || ch.member >= members || ch.channel < 0 || ch.channel >= in.nChannels)
+      return CC_ERROR(Status::kInvalidArgument, "CUDA launch of %s: block %d names member %d channel %d",
+                      collName(in.kind), b, ch.member, ch.channel);
+    if (in.nranks > 1 && (ch.send == nullptr || ch.recv == nullptr || ch.ringRanks == nullptr))
       return CC_ERROR(Status::kInvalidArgument, "CUDA launch of %s: channel %d lacks its connections or ring",
-                      collName(in.kind), c);
-    }
+                      collName(in.kind), ch.channel);
   }
 
   CudaCollArgs args = in;
-  if (!collReducesConstexpr(in.kind)) lowerToBytes(&args);
+  if (!collReducesConstexpr(in.kind)) {
+    lowerToBytes(&args);
+    for (int m = 0; m < args.nMembers; ++m) args.members[m].op = args.op;  // bytes are copied, not combined
+  }
   const int index = cudaKernelIndex(args.kind, args.dtype, args.op.kind, args.proto);
   const void* kernel = kShardLookups[index % kCudaKernelShards](index);
   if (kernel == nullptr) {
@@ -101,7 +117,7 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
     return CC_ERROR(Status::kInvalidArgument, "the CUDA executor has no ring kernel for %s", collName(args.kind));
   }
   void* params[] = {&args};
-  const cudaError_t err = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(args.nChannels)),
+  const cudaError_t err = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(blocks)),
                                            dim3(static_cast<unsigned>(args.nthreads)), params, 0, stream);
   if (err != cudaSuccess) {
     return CC_ERROR(Status::kCudaError, "launching the CUDA %s kernel (%s, %s, %s, %d channels) failed: %s",

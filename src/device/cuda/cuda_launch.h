@@ -12,7 +12,8 @@
 namespace collcomm::detail {
 
 // Queues the ring kernel for (args.kind, args.dtype, args.op.kind, args.proto) on `stream` (a
-// cudaStream_t) with args.nChannels blocks of args.nthreads threads, and returns without waiting.
+// cudaStream_t) with args.nChannels blocks of args.nthreads threads (a fused launch of several
+// ranks: args.nMembers x args.nChannels, cuda_args.h), and returns without waiting.
 // Broadcast/AllGather run byte-wise: the launcher rescales count to bytes itself.
 // The caller zeroes *args.status first and, once the stream has passed the kernel, reads it
 // (cudaKernelResult). Every pointer in args must stay valid until then.

@@ -66,6 +66,10 @@ class CudaPlatform {
         timeoutNs_(waits.timeoutNs),
         onePoller_(waits.onePoller) {}
 
+  // The channel a failure names, where it is not the block's index (a fused launch's blocks serve
+  // several ranks' channels: cuda_args.h).
+  __device__ void nameChannel(int c) { channel_ = c; }
+
   __device__ int tid() const { return static_cast<int>(threadIdx.x); }
   __device__ int nthreads() const { return static_cast<int>(blockDim.x); }
 
@@ -186,7 +190,7 @@ class CudaPlatform {
     // themselves (not against the host, which only reads after `code`).
     if (atomicCAS(&status_->claimed, 0u, 1u) != 0u) return;
     status_->reason = static_cast<uint32_t>(reason);
-    status_->channel = static_cast<int32_t>(blockIdx.x);
+    status_->channel = channel_ >= 0 ? channel_ : static_cast<int32_t>(blockIdx.x);
     status_->peerRank = peer.rank;
     status_->got = got;
     status_->expected = expected;
@@ -274,6 +278,7 @@ class CudaPlatform {
   void* recvStaging_;
   uint64_t timeoutNs_;  // per wait; 0 = none
   bool onePoller_;      // waitUniform: thread 0 polls for the block
+  int32_t channel_ = -1;  // nameChannel; -1: the block's index
   int sendFlip_ = 0;
   bool publishing_ = true;
   WaitClock idleClock_;  // idle(): the current run of idle rounds

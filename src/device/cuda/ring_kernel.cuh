@@ -53,8 +53,9 @@ template <> struct RingAlgoOf<CollKind::kAllGather> { using Type = AllGatherRing
 template <Protocol P>
 using ProtoOf = std::conditional_t<P == Protocol::kLL, ProtoLL, ProtoSimple>;
 
-// Grid: nChannels blocks of nthreads threads. Returns when the channel's share is done or failed
-// (see CudaPlatform); failures are reported in *args.status.
+// Grid: nChannels blocks of nthreads threads (a fused launch: nMembers x nChannels, cuda_args.h).
+// Returns when the channel's share is done or failed (see CudaPlatform); failures are reported in
+// the block's rank's status.
 template <class T, class Fn, class Proto, class Algo>
 __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_constant__ CudaCollArgs args) {
   constexpr size_t kStaging = Proto::kNeedsStaging ? kMaxLlStepPayload : 16;
@@ -62,12 +63,24 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_c
   __shared__ alignas(16) unsigned char recvStaging[kStaging];
   __shared__ uint32_t blockFailed;
 
-  const int c = static_cast<int>(blockIdx.x);
-  const CudaChannelArgs& ch = args.channels[c];
-  const Fn fn(args.op.opArg);
-  if (args.nranks == 1) {
+  const CudaChannelArgs& ch = args.channels[blockIdx.x];
+  const int c = ch.channel;
+  // The block's rank: the launch's own, or in a fused launch its member's buffers, reduction,
+  // abort word and status.
+  CollWork work = args;
+  CudaWaitArgs waits = args;
+  if (args.nMembers > 0) {
+    const CudaMemberArgs& m = args.members[ch.member];
+    work.sendbuff = m.sendbuff;
+    work.recvbuff = m.recvbuff;
+    work.op = m.op;
+    waits.abortFlag = m.abortFlag;
+    waits.status = m.status;
+  }
+  const Fn fn(work.op.opArg);
+  if (work.nranks == 1) {
     // Alone: the result is this rank's input, pre- and post-processed (as the host executor).
-    const RingWork w = channelWorkOf(args, c, ch.ringPos, ch.ringRanks, 0);
+    const RingWork w = channelWorkOf(work, c, ch.ringPos, ch.ringRanks, 0);
     const T* src = static_cast<const T*>(w.sendbuff) + w.partOffset;
     T* dst = static_cast<T*>(w.recvbuff) + w.partOffset;
     reduceCopy(fn, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), w.partCount, src, true,
@@ -81,14 +94,15 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_c
   RecvConn recv = *ch.recv;
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
-  CudaPlatform plat(args, &blockFailed, sendStaging[0], sendStaging[1], recvStaging);
+  CudaPlatform plat(waits, &blockFailed, sendStaging[0], sendStaging[1], recvStaging);
+  plat.nameChannel(c);
   Primitives<T, Fn, Proto, CudaPlatform> prims(plat, fn, &send, &recv);
   if (prims.stepElems() == 0 ||
       (Proto::kNeedsStaging &&
        (Proto::stepBytes(send) > kMaxLlStepPayload || Proto::stepBytes(recv) > kMaxLlStepPayload))) {
     plat.fail(ccInternalError, CudaFailReason::kBadStepSize, send.peer, "staging");
   } else {
-    Algo::template run<T>(prims, channelWorkOf(args, c, ch.ringPos, ch.ringRanks, prims.stepElems()));
+    Algo::template run<T>(prims, channelWorkOf(work, c, ch.ringPos, ch.ringRanks, prims.stepElems()));
   }
   // No barrier from here on: threads that failed may already have left.
   if (plat.failed()) {

@@ -671,6 +671,17 @@ TEST(GpuComm, EightRanksMatchHost) { sweep(8); }
 TEST(GpuComm, OneRankMatchesHost) { sweep(1); }
 TEST(GpuComm, FourRanksMatchHost) { sweep(4); }
 
+// The fused launch (COLLCOMM_GPU_FUSED_LAUNCH=1, device/launch_group.h): the ranks sharing the GPU
+// run each ring collective as one kernel of a block per rank and channel. The same sweep, bit for
+// bit; the test's groups (one thread drives every rank) then run each rank's share on its worker.
+void fusedSweep(int n) {
+  setenv("COLLCOMM_GPU_FUSED_LAUNCH", "1", 1);
+  sweep(n);
+  unsetenv("COLLCOMM_GPU_FUSED_LAUNCH");
+}
+TEST(GpuComm, FusedLaunchTwoRanksMatchHost) { fusedSweep(2); }
+TEST(GpuComm, FusedLaunchEightRanksMatchHost) { fusedSweep(8); }
+
 #endif  // CC_HAVE_CUDA
 
 }  // namespace
