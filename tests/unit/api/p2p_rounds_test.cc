@@ -117,7 +117,7 @@ TEST_P(P2pRoundsRun, AlltoAllGatherAndScatterExactInRounds) {
     ThreadRanks ranks(p.nranks);
     ASSERT_EQ(ranks.initResult(), ccSuccess) << ccGetLastError(nullptr);
     std::vector<CaseSpec> cases;
-    for (ccDataType_t dt : {ccInt8, ccFloat16, ccInt64, ccFloat64})
+    for (ccDataType_t dt : {ccInt8, ccFloat64})  // byte-wise moves: the type only scales the sizes
       for (size_t count : {size_t{0}, size_t{1}, size_t{1001}}) {
         cases.push_back({Coll::kAlltoAll, dt, ccSum, count, false, 0});
         for (int root : {0, p.nranks - 1})
@@ -136,8 +136,7 @@ TEST_P(P2pRoundsRun, AlltoAllGatherAndScatterExactInRounds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, P2pRoundsRun,
-                         ::testing::Values(RoundsParam{5, "2"}, RoundsParam{5, "4"}, RoundsParam{8, "6"},
-                                           RoundsParam{8, "3"}),
+                         ::testing::Values(RoundsParam{5, "2"}, RoundsParam{5, "4"}, RoundsParam{8, "6"}),
                          [](const ::testing::TestParamInfo<RoundsParam>& info) {
                            return std::to_string(info.param.nranks) + "ranks_" + info.param.perRun + "perRun";
                          });
