@@ -236,16 +236,6 @@ Status connectPeerSet(ccComm* comm, std::vector<P2pPeer>& peers, const std::vect
   return kOk;
 }
 
-// Points transfers at the point-to-point connections to their peers (made by connectP2p).
-void pointAtConnections(ccComm* comm, ExecTransfer* ops, size_t nOps) {
-  for (size_t i = 0; i < nOps; ++i) {
-    ExecTransfer& op = ops[i];
-    if (op.peer == comm->rank) continue;
-    op.send = &comm->p2p[op.peer].send;
-    op.recv = &comm->p2p[op.peer].recv;
-  }
-}
-
 // Connects every point-to-point connection the batch needs and points its transfers at them.
 Status connectP2p(ccComm* comm, ExecTransfer* ops, size_t nOps, const Deadline& deadline) {
   std::vector<bool> wantSend(comm->nranks), wantRecv(comm->nranks);
@@ -255,7 +245,12 @@ Status connectP2p(ccComm* comm, ExecTransfer* ops, size_t nOps, const Deadline& 
     (op.isSend ? wantSend : wantRecv)[op.peer] = true;
   }
   CC_CHECK(connectPeerSet(comm, comm->p2p, wantSend, wantRecv, kP2pTagBase, comm->fifoSizes.p2p, deadline));
-  pointAtConnections(comm, ops, nOps);
+  for (size_t i = 0; i < nOps; ++i) {
+    ExecTransfer& op = ops[i];
+    if (op.peer == comm->rank) continue;
+    op.send = &comm->p2p[op.peer].send;
+    op.recv = &comm->p2p[op.peer].recv;
+  }
   return kOk;
 }
 
@@ -274,7 +269,11 @@ namespace {
 
 Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
   std::vector<ExecTransfer> transfers;
-  for (size_t i = begin; i < end; ++i) expandP2p(comm, ops[i], &transfers);
+  std::vector<size_t> opEnds;  // where each op's transfers end in `transfers`
+  for (size_t i = begin; i < end; ++i) {
+    expandP2p(comm, ops[i], &transfers);
+    opEnds.push_back(transfers.size());
+  }
   ExecFailure failure;
   ExecOp exec;
   exec.name = end - begin == 1 ? collName(ops[begin].kind) : "send/recv group";
@@ -300,15 +299,14 @@ Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
     if (isOk(s)) s = comm->executor->runP2p(transfers.data(), transfers.size(), exec);
     return failOp(comm, s, failure);
   }
-  // Each collective on its own, in rounds that fit a run (core/p2p_rounds.h); connectP2p pointed
-  // every transfer at its connections, which each op's own expansion points at again. Connected,
-  // each round's waits have the timeout of their own.
+  // Each collective on its own, in rounds that fit a run (core/p2p_rounds.h). Connected, each
+  // round's waits have the timeout of their own.
   exec.deadline = Deadline();
-  for (size_t i = begin; i < end && isOk(s); ++i) {
-    std::vector<ExecTransfer> own;
-    expandP2p(comm, ops[i], &own);
-    pointAtConnections(comm, own.data(), own.size());
-    exec.name = collName(ops[i].kind);
+  for (size_t k = 0; k < opEnds.size() && isOk(s); ++k) {
+    const size_t from = k == 0 ? 0 : opEnds[k - 1];
+    const std::vector<ExecTransfer> own(transfers.begin() + static_cast<std::ptrdiff_t>(from),
+                                        transfers.begin() + static_cast<std::ptrdiff_t>(opEnds[k]));
+    exec.name = collName(ops[begin + k].kind);
     for (std::vector<ExecTransfer>& round : p2pRounds(own, comm->rank, comm->nranks, perRun)) {
       s = comm->executor->runP2p(round.data(), round.size(), exec);
       if (!isOk(s)) break;

@@ -30,12 +30,12 @@ int LaunchGroup::arrivedThisRound() const {
 
 uint64_t LaunchGroup::roundsLaunched() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return completed_;
+  return round_;
 }
 
-Status LaunchGroup::fail(const Stop& stop) {
-  setThreadLastError(stop.sentence);
-  return stop.code;
+Status LaunchGroup::fail(const Outcome& outcome) {
+  setThreadLastError(outcome.sentence);
+  return outcome.code;
 }
 
 // Whether `arrivals` may join the round being gathered; the sentence is this thread's.
@@ -89,12 +89,11 @@ Status LaunchGroup::runRound(std::unique_lock<std::mutex>& lock, const Launch& l
   const std::string sentence = isOk(s) ? std::string() : threadLastError();
   lock.lock();
   launching_ = false;
-  lastRound_ = Stop{s, sentence};
+  lastRound_ = Outcome{s, sentence};
   std::fill(present_.begin(), present_.end(), 0);
   std::fill(payloads_.begin(), payloads_.end(), nullptr);
   arrived_ = 0;
   ++round_;
-  completed_ = round_;
   roundDone_.notify_all();
   return s;
 }
@@ -112,7 +111,7 @@ Status LaunchGroup::arrive(std::span<const Arrival> arrivals, const Launch& laun
   const uint64_t mine = round_;
   if (arrived_ == members()) return runRound(lock, launch);
   for (;;) {
-    if (completed_ > mine) return isOk(lastRound_.code) ? kOk : fail(lastRound_);
+    if (round_ > mine) return isOk(lastRound_.code) ? kOk : fail(lastRound_);
     if (launching_) {  // bounded: the launch only enqueues
       roundDone_.wait(lock);
       continue;
@@ -129,7 +128,7 @@ Status LaunchGroup::arrive(std::span<const Arrival> arrivals, const Launch& laun
                                 "with them in this process and launch with them as one kernel%s",
                                 rankList(waiting).c_str(), waited, static_cast<unsigned long long>(mine + 1),
                                 missing.c_str(), device_, hint.c_str());
-      stop_ = Stop{s, threadLastError()};
+      stop_ = Outcome{s, threadLastError()};
       roundDone_.notify_all();
       return s;
     }
@@ -143,9 +142,9 @@ Status LaunchGroup::arrive(std::span<const Arrival> arrivals, const Launch& laun
 void LaunchGroup::abort(int rank) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_.code == kOk)
-    stop_ = Stop{Status::kRemoteError, "rank " + std::to_string(rank) + "'s communicator was aborted while ranks " +
-                                           rankList(ranks_) + " waited to launch together on CUDA device " +
-                                           std::to_string(device_)};
+    stop_ = Outcome{Status::kRemoteError, "rank " + std::to_string(rank) + "'s communicator was aborted while ranks " +
+                                              rankList(ranks_) + " waited to launch together on CUDA device " +
+                                              std::to_string(device_)};
   roundDone_.notify_all();
 }
 

@@ -63,8 +63,8 @@ class LaunchGroup {
   uint64_t roundsLaunched() const;
 
  private:
-  // Why the group stopped; the code stays kOk while it has not.
-  struct Stop {
+  // A status with its sentence: a round's launch's, or why the group stopped (kOk while it has not).
+  struct Outcome {
     Status code = kOk;
     std::string sentence;
   };
@@ -73,21 +73,20 @@ class LaunchGroup {
   std::string missingRanksLocked() const;
   std::string sameThreadHintLocked() const;
   Status runRound(std::unique_lock<std::mutex>& lock, const Launch& launch);
-  static Status fail(const Stop& stop);
+  static Status fail(const Outcome& outcome);
 
   const std::vector<int> ranks_;
   const int device_;
   mutable std::mutex mu_;
   std::condition_variable roundDone_;
-  uint64_t round_ = 0;      // the round being gathered
-  uint64_t completed_ = 0;  // rounds whose launch has run
+  uint64_t round_ = 0;      // the round being gathered; those before it have launched
   bool launching_ = false;  // round_'s launch runs now (outside the lock)
   std::vector<const void*> payloads_;
   std::vector<char> present_;
   std::vector<std::thread::id> lastThread_;  // the thread each member last arrived from
   int arrived_ = 0;
-  Stop lastRound_;  // the latest launch's status and sentence
-  Stop stop_;
+  Outcome lastRound_;  // the latest launch's
+  Outcome stop_;
 };
 
 // The group of (communicator id, device) in this process: made by its first member, the same

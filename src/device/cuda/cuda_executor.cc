@@ -81,7 +81,6 @@ class CudaExecutor final : public Executor {
     device_ = s.device;
     rank_ = s.rank;
     nranks_ = s.nranks;
-    timeoutSeconds_ = s.timeoutSeconds;
     timeoutNs_ = static_cast<uint64_t>(s.timeoutSeconds) * 1000000000ull;
     onePoller_ = paramInt(Param::kGpuPollers) != 0;
     maxTransfers_ = std::min(static_cast<size_t>(kCudaMaxP2pTransfers), s.maxTransfersPerRun);
@@ -185,7 +184,7 @@ class CudaExecutor final : public Executor {
     if (!piece.capturing) CC_CUDA_CHECK(cudaEventRecord(readyEvent_, stream));
     const LaunchGroup::Arrival me{member_, &piece};
     CC_CHECK(group_->arrive(std::span<const LaunchGroup::Arrival>(&me, 1), fuseAndLaunch,
-                            Deadline::afterSeconds(timeoutSeconds_)));
+                            Deadline::afterSeconds(static_cast<double>(timeoutNs_) * 1e-9)));
     // A stream under capture cannot wait on another member's: there each launches its own kernel.
     if (piece.capturing) return cudaLaunchCollective(a, stream);
     if (member_ != 0) CC_CUDA_CHECK(cudaStreamWaitEvent(stream, doneEvent_, 0));
@@ -574,7 +573,6 @@ class CudaExecutor final : public Executor {
   int member_ = 0;
   cudaEvent_t readyEvent_ = nullptr;
   cudaEvent_t doneEvent_ = nullptr;
-  int timeoutSeconds_ = 0;
   std::mutex launchMu_;
   cudaStream_t lastStream_ = nullptr;
   bool hasLaunched_ = false;
