@@ -54,6 +54,14 @@ inline RedOpSpec makeOpArg(ccRedOp_t op, ccDataType_t type, int nranks) {
   }
 }
 
+// Whether an operation can ask for reduction kind `kind` on `type`: makeOpArg gives SumPostDiv only
+// to ccAvg on integers (floats average by PreMulSum); every other kind reaches every type. The
+// kernel tables and the host executor's dispatch instantiate only these pairs: a kernel nothing can
+// launch would still cost its compile time, CI's largest.
+CC_HD constexpr bool redOpKindReachable(ccDataType_t type, RedOpKind kind) {
+  return kind != RedOpKind::kSumPostDiv || !dtypeIsFloating(type);
+}
+
 // A ccRedOpCreatePreMulSum op whose scalar is known on the host: scalar points at one element of
 // type, any alignment.
 inline RedOpSpec makePreMulSumOpArg(ccDataType_t type, const void* scalar) {

@@ -8,6 +8,7 @@
 
 #include "collcomm.h"
 #include "device/dtypes.h"
+#include "device/op_arg.h"
 #include "device/reduce_ops.h"
 
 namespace collcomm::detail {
@@ -15,6 +16,10 @@ namespace collcomm::detail {
 // Selections: a type with `static constexpr bool has(ccDataType_t, RedOpKind)`.
 struct EveryTypeOp {
   static constexpr bool has(ccDataType_t, RedOpKind) { return true; }
+};
+// The pairs an operation can ask for (redOpKindReachable): the full tables.
+struct ReachableTypeOp {
+  static constexpr bool has(ccDataType_t dtype, RedOpKind op) { return redOpKindReachable(dtype, op); }
 };
 
 template <class Pairs, ccDataType_t D, class Visit>

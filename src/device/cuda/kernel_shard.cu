@@ -43,7 +43,7 @@ void addCollective(ShardTable& t) {
   if constexpr (std::is_same_v<typename RingAlgoOf<K>::Type, void>) {
     return;  // no ring kernel (AlltoAll, Gather, Scatter, Send, Recv)
   } else if constexpr (collReducesConstexpr(K)) {
-    forEachTypeOp<EveryTypeOp>([&]<ccDataType_t D, RedOpKind O>() { addProtocols<kShard, K, D, O>(t); });
+    forEachTypeOp<ReachableTypeOp>([&]<ccDataType_t D, RedOpKind O>() { addProtocols<kShard, K, D, O>(t); });
   } else {
     addProtocols<kShard, K, ccUint8, RedOpKind::kSum>(t);  // data moves, never combines: bytes
   }
@@ -65,7 +65,7 @@ ShardTable makeShardTable() {
 #define CC_ADD_COLLECTIVE(kind, name, reduces) addCollective<kShard, CollKind::k##kind>(t);
   CC_COLL_LIST(CC_ADD_COLLECTIVE)
 #undef CC_ADD_COLLECTIVE
-  forEachTypeOp<EveryTypeOp>([&]<ccDataType_t D, RedOpKind O>() {
+  forEachTypeOp<ReachableTypeOp>([&]<ccDataType_t D, RedOpKind O>() {
     addTreeKernel<kShard, D, O, Protocol::kSimple>(t);
     addTreeKernel<kShard, D, O, Protocol::kLL>(t);
   });

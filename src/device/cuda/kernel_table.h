@@ -2,10 +2,12 @@
 // and the tree AllReduce's for (dtype, reduction, protocol).
 //
 // Every entry is instantiated in kernel_shard.cu from CC_COLL_LIST and the (type, reduction) walk
-// of kernel_pairs.h: the reducing collectives for every dtype x reduction x protocol, the
+// of kernel_pairs.h: the reducing collectives for every dtype x reachable reduction (redOpKindReachable)
+// x protocol, the
 // byte-wise ones (Broadcast, AllGather) only at (ccUint8, kSum, protocol). The table is split
 // over kCudaKernelShards translation units, the kernel at index i living in shard
-// i % kCudaKernelShards, so that a parallel build compiles them side by side.
+// i % kCudaKernelShards, so that a parallel build compiles them side by side. Unreachable pairs keep
+// their index and a null entry.
 // Plain C++: no CUDA header.
 #pragma once
 

@@ -61,10 +61,10 @@ struct OneShotKernel {
 
 }  // namespace
 
-void cudaOneShotKernels(std::vector<const void*>* out) { appendKernels<OneShotKernel, EveryTypeOp>(out); }
+void cudaOneShotKernels(std::vector<const void*>* out) { appendKernels<OneShotKernel, ReachableTypeOp>(out); }
 
 Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream) {
-  const void* kernel = kernelForTypeOp<OneShotKernel, EveryTypeOp>(args.dtype, args.op.kind);
+  const void* kernel = kernelForTypeOp<OneShotKernel, ReachableTypeOp>(args.dtype, args.op.kind);
   if (kernel == nullptr || args.nranks < 2 || args.nranks > kCudaMaxOneShotRanks || args.rank < 0 ||
       args.rank >= args.nranks || !cudaWaitArgsOk(args) || (args.count != 0 && args.gather == nullptr))
     return CC_ERROR(Status::kInvalidArgument,

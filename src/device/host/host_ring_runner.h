@@ -7,6 +7,7 @@
 
 #include "collectives/coll_work.h"
 #include "device/dtypes.h"
+#include "device/host/host_dispatch.h"
 #include "device/host/host_executor.h"
 #include "device/primitives.h"
 #include "device/reduce_copy.h"
@@ -53,31 +54,18 @@ Status runRingProto(const HostCollArgs& a, const HostWaitContext& ctx) {
     return a.proto == Protocol::kLL ? runRing<T, Fn, ProtoLL, Algo>(a, ctx) : runRing<T, Fn, ProtoSimple, Algo>(a, ctx);
 }
 
-template <class T, class Algo>
-Status runRingOp(const HostCollArgs& a, const HostWaitContext& ctx) {
-  switch (a.op.kind) {
-    case RedOpKind::kSum: return runRingProto<T, FuncSum<T>, Algo>(a, ctx);
-    case RedOpKind::kProd: return runRingProto<T, FuncProd<T>, Algo>(a, ctx);
-    case RedOpKind::kMax: return runRingProto<T, FuncMax<T>, Algo>(a, ctx);
-    case RedOpKind::kMin: return runRingProto<T, FuncMin<T>, Algo>(a, ctx);
-    case RedOpKind::kPreMulSum: return runRingProto<T, FuncPreMulSum<T>, Algo>(a, ctx);
-    case RedOpKind::kSumPostDiv: return runRingProto<T, FuncSumPostDiv<T>, Algo>(a, ctx);
+// Every reachable (dtype, op) instantiation of a reducing ring algorithm, each with both protocols.
+template <class Algo>
+struct RingRun {
+  template <class T, class Fn>
+  static Status run(const HostCollArgs& a, const HostWaitContext& ctx) {
+    return runRingProto<T, Fn, Algo>(a, ctx);
   }
-  return CC_ERROR(Status::kInternalError, "unknown reduction kind %d", static_cast<int>(a.op.kind));
-}
+};
 
-// Every (dtype, op, protocol) instantiation of a reducing ring algorithm.
 template <class Algo>
 Status runReducingRing(const HostCollArgs& a, const HostWaitContext& ctx) {
-  switch (a.dtype) {
-#define CC_RUN_DTYPE(enumValue, Type, name) \
-  case enumValue:                           \
-    return runRingOp<Type, Algo>(a, ctx);
-    CC_DTYPE_LIST(CC_RUN_DTYPE)
-#undef CC_RUN_DTYPE
-    default: break;
-  }
-  return CC_ERROR(Status::kInternalError, "unknown data type %d", static_cast<int>(a.dtype));
+  return dispatchReduction<RingRun<Algo>>(a.dtype, a.op.kind, a, ctx);
 }
 
 }  // namespace collcomm::detail

@@ -418,7 +418,13 @@ TEST(OpArg, PublicOpsMap) {
     EXPECT_EQ(makeOpArg(ccMax, type, 4).kind, RedOpKind::kMax);
     EXPECT_EQ(makeOpArg(ccMin, type, 4).kind, RedOpKind::kMin);
     EXPECT_EQ(makeOpArg(ccAvg, type, 4).kind, dtypeIsFloating(type) ? RedOpKind::kPreMulSum : RedOpKind::kSumPostDiv);
+    // The kernel tables and the host dispatch hold only reachable kinds: every op must map to one.
+    for (int op = 0; op < ccNumOps; ++op)
+      EXPECT_TRUE(redOpKindReachable(type, makeOpArg(static_cast<ccRedOp_t>(op), type, 4).kind)) << t << " " << op;
+    const uint64_t one = 1;
+    EXPECT_TRUE(redOpKindReachable(type, makePreMulSumOpArg(type, &one).kind)) << t;
   }
+  EXPECT_FALSE(redOpKindReachable(ccFloat, RedOpKind::kSumPostDiv));
   EXPECT_EQ(makeOpArg(ccAvg, ccInt32, 7).opArg, 7u);
   EXPECT_EQ(makeOpArg(ccAvg, ccUint8, 3).opArg, 3u);
   EXPECT_EQ(makeOpArg(ccAvg, ccFloat, 4).opArg, scalarOpArg(0.25f));
