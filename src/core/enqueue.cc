@@ -269,11 +269,7 @@ namespace {
 
 Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
   std::vector<ExecTransfer> transfers;
-  std::vector<size_t> opEnds;  // where each op's transfers end in `transfers`
-  for (size_t i = begin; i < end; ++i) {
-    expandP2p(comm, ops[i], &transfers);
-    opEnds.push_back(transfers.size());
-  }
+  for (size_t i = begin; i < end; ++i) expandP2p(comm, ops[i], &transfers);
   ExecFailure failure;
   ExecOp exec;
   exec.name = end - begin == 1 ? collName(ops[begin].kind) : "send/recv group";
@@ -292,25 +288,16 @@ Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
   exec.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
   Status s = connectP2p(comm, transfers.data(), transfers.size(), exec.deadline);
   const size_t perRun = comm->executor->maxTransfersPerRun();
-  const bool collectivesOnly = std::all_of(
-      ops + begin, ops + end, [](const Op& op) { return op.kind != CollKind::kSend && op.kind != CollKind::kRecv; });
-  if (!isOk(s) || transfers.size() <= perRun || !collectivesOnly) {
-    // (A send/recv group beyond the limit is the executor's to refuse.)
+  if (!isOk(s) || transfers.size() <= perRun) {
     if (isOk(s)) s = comm->executor->runP2p(transfers.data(), transfers.size(), exec);
     return failOp(comm, s, failure);
   }
-  // Each collective on its own, in rounds that fit a run (core/p2p_rounds.h). Connected, each
-  // round's waits have the timeout of their own.
+  // In rounds that each fit a run (core/p2p_rounds.h). Connected, each round's waits have the
+  // timeout of their own.
   exec.deadline = Deadline();
-  for (size_t k = 0; k < opEnds.size() && isOk(s); ++k) {
-    const size_t from = k == 0 ? 0 : opEnds[k - 1];
-    const std::vector<ExecTransfer> own(transfers.begin() + static_cast<std::ptrdiff_t>(from),
-                                        transfers.begin() + static_cast<std::ptrdiff_t>(opEnds[k]));
-    exec.name = collName(ops[begin + k].kind);
-    for (std::vector<ExecTransfer>& round : p2pRounds(own, comm->rank, comm->nranks, perRun)) {
-      s = comm->executor->runP2p(round.data(), round.size(), exec);
-      if (!isOk(s)) break;
-    }
+  for (std::vector<ExecTransfer>& round : p2pRounds(transfers, comm->rank, comm->nranks, perRun)) {
+    s = comm->executor->runP2p(round.data(), round.size(), exec);
+    if (!isOk(s)) break;
   }
   return failOp(comm, s, failure);
 }

@@ -286,9 +286,9 @@ class CudaExecutor final : public Executor {
       else CC_CHECK(mirrored(t.recv, &t.recv));
     }
     if (n > maxTransfers_)
-      return CC_ERROR(Status::kInvalidUsage,
+      return CC_ERROR(Status::kInternalError,
                       "%s on rank %d: a batch of %zu point-to-point transfers; one kernel on a GPU communicator moves "
-                      "at most %zu: split the group (AlltoAll, Gather and Scatter run in rounds by themselves)",
+                      "at most %zu, and core runs larger batches in rounds (core/p2p_rounds.h)",
                       op.name, rank_, n, maxTransfers_);
     auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaP2pArgs a{};

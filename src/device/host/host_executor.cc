@@ -67,9 +67,9 @@ bool HostExecutor::receiversFindFar(int nChannels) const {
 
 Status HostExecutor::runP2p(ExecTransfer* transfers, size_t n, const ExecOp& op) {
   if (n > setup_.maxTransfersPerRun)
-    return CC_ERROR(Status::kInvalidUsage,
+    return CC_ERROR(Status::kInternalError,
                     "%s on rank %d: a batch of %zu point-to-point transfers, where COLLCOMM_P2P_MAX_TRANSFERS allows "
-                    "%zu per run: split the group (AlltoAll, Gather and Scatter run in rounds by themselves)",
+                    "%zu per run; core runs larger batches in rounds (core/p2p_rounds.h)",
                     op.name, setup_.rank, n, setup_.maxTransfersPerRun);
   return hostRunP2p(transfers, n, setup_.rank, waitContext(op));
 }

@@ -21,9 +21,11 @@
 namespace collcomm::test {
 namespace {
 
-enum class P2p { kRingSendRecv, kAlltoAll, kGather, kScatter };
+// kSendRecvAll: AlltoAll as a group of a send to and a receive from every rank (PyTorch's
+// all_to_all_single), 2 x ranks transfers.
+enum class P2p { kRingSendRecv, kSendRecvAll, kAlltoAll, kGather, kScatter };
 const char* p2pLabel(P2p k) {
-  static const char* kNames[] = {"Send/Recv ring", "AlltoAll", "Gather", "Scatter"};
+  static const char* kNames[] = {"Send/Recv ring", "Send/Recv to every rank", "AlltoAll", "Gather", "Scatter"};
   return kNames[static_cast<int>(k)];
 }
 
@@ -64,7 +66,7 @@ class P2pRanks {
   // size divides) in round `round` on every rank in one group; returns "" or what went wrong.
   std::string check(P2p k, size_t bytes, int root, int round) {
     const size_t n = static_cast<size_t>(n_);
-    const size_t sendSpan = k == P2p::kAlltoAll || k == P2p::kScatter ? bytes * n : bytes;
+    const size_t sendSpan = k == P2p::kAlltoAll || k == P2p::kSendRecvAll || k == P2p::kScatter ? bytes * n : bytes;
     for (int r = 0; r < n_; ++r) {
       std::vector<uint8_t> in(sendSpan);
       for (size_t i = 0; i < in.size(); ++i) in[i] = pattern(r, i, round);
@@ -86,6 +88,12 @@ class P2pRanks {
         case P2p::kRingSendRecv:
           res = ccSend(send_[r], count, t, (r + 1) % n_, c, s);
           if (res == ccSuccess) res = ccRecv(recv_[r], count, t, (r + n_ - 1) % n_, c, s);
+          break;
+        case P2p::kSendRecvAll:
+          for (int p = 0; p < n_ && res == ccSuccess; ++p) {
+            res = ccSend(static_cast<char*>(send_[r]) + p * bytes, count, t, p, c, s);
+            if (res == ccSuccess) res = ccRecv(static_cast<char*>(recv_[r]) + p * bytes, count, t, p, c, s);
+          }
           break;
         case P2p::kAlltoAll: res = ccAlltoAll(send_[r], recv_[r], count, t, c, s); break;
         case P2p::kGather: res = ccGather(send_[r], recv_[r], count, t, root, c, s); break;
@@ -114,6 +122,7 @@ class P2pRanks {
         const size_t block = bytes == 0 ? 0 : i / bytes, at = bytes == 0 ? 0 : i % bytes;
         switch (k) {
           case P2p::kRingSendRecv: return pattern((r + n_ - 1) % n_, i, round);
+          case P2p::kSendRecvAll:
           case P2p::kAlltoAll: return pattern(static_cast<int>(block), r * bytes + at, round);
           case P2p::kGather: return pattern(static_cast<int>(block), at, round);
           case P2p::kScatter: return pattern(root, r * bytes + i, round);
@@ -123,6 +132,7 @@ class P2pRanks {
       switch (k) {
         case P2p::kRingSendRecv:
         case P2p::kScatter: span = bytes; break;
+        case P2p::kSendRecvAll:
         case P2p::kAlltoAll: span = bytes * n; break;
         case P2p::kGather: span = r == root ? bytes * n : 0; break;
       }
@@ -151,7 +161,8 @@ class P2pRanks {
 // Every operation at sizes of nothing, one byte, an odd size and several FIFO steps, every root
 // (the first and last at the largest size); two rounds each, so the second runs over connections
 // whose step counters the first advanced.
-void sweepP2p(int n, std::vector<P2p> kinds = {P2p::kRingSendRecv, P2p::kAlltoAll, P2p::kGather, P2p::kScatter}) {
+void sweepP2p(int n, std::vector<P2p> kinds = {P2p::kRingSendRecv, P2p::kSendRecvAll, P2p::kAlltoAll, P2p::kGather,
+                                               P2p::kScatter}) {
   SKIP_WITHOUT_GPU();
   runWithWatchdog(300, [&] {
     const size_t sizes[] = {0, 1, 4099, (size_t{3} << 20) + 8};
@@ -175,15 +186,17 @@ TEST(GpuP2p, TwoRanks) { sweepP2p(2); }
 TEST(GpuP2p, FourRanks) { sweepP2p(4); }
 TEST(GpuP2p, EightRanks) { sweepP2p(8); }
 
-// Beyond the transfers one kernel moves, AlltoAll, Gather and Scatter run as kernels one after
-// another, each over the peers at some distances (core/p2p_rounds.h): here four transfers a kernel
-// (two distances), and 18 ranks' AlltoAll and Gather beyond the kernel's own 32.
+// Beyond the transfers one kernel moves, a batch runs as kernels one after another, each over the
+// peers at some distances (core/p2p_rounds.h): here four transfers a kernel (two distances), and
+// 18 ranks' AlltoAll, its send/recv form and Gather beyond the kernel's own 32.
 TEST(GpuP2p, EightRanksInRoundsOfFourTransfers) {
   setenv("COLLCOMM_P2P_MAX_TRANSFERS", "4", 1);
   sweepP2p(8);
   unsetenv("COLLCOMM_P2P_MAX_TRANSFERS");
 }
-TEST(GpuP2p, EighteenRanksAlltoAllAndGatherInRounds) { sweepP2p(18, {P2p::kAlltoAll, P2p::kGather}); }
+TEST(GpuP2p, EighteenRanksAlltoAllAndGatherInRounds) {
+  sweepP2p(18, {P2p::kAlltoAll, P2p::kSendRecvAll, P2p::kGather});
+}
 
 }  // namespace
 }  // namespace collcomm::test
