@@ -57,9 +57,9 @@ Status checkChannelLaunch(const Args& in, const char* what) {
 // what it is). CUDA grows the stack at a launch that needs more, which like setting it may wait for
 // the kernels already running: a rank's first launch could then wait for a peer's kernel that
 // spins waiting for that very rank (NVSHMEM sets the stack ahead for NCCL's kernels for this
-// reason). Set here, at init, it is backed before any of our kernels runs. The point-to-point
-// kernel's thread-private transfers take about 11 KiB a thread: close to 3 GiB of local memory on
-// a 132-SM GPU, which its first launch would take anyway. Where the device cannot hold it the
+// reason). Set here, at init, it is backed before any of our kernels runs. The Direct, point-to-point
+// and one-shot kernels' thread-private connections take about 7 KiB a thread: close to 2 GiB of
+// local memory on a 132-SM GPU, which their first launch would take anyway. Where the device cannot hold it the
 // communicator still works, with that hazard, and a warning says so.
 void reserveKernelStacks(int device, size_t stackBytes) {
   size_t current = 0;

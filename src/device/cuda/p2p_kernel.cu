@@ -6,12 +6,21 @@
 // First run on an H200 on 2026-11-27 (tests/unit/gpu/gpu_p2p_test.cc, 1 to 8 ranks).
 #include <cuda_runtime.h>
 
+#include <new>
+
 #include "collectives/p2p.h"
 #include "device/cuda/cuda_launch.h"
 #include "device/cuda/cuda_platform.cuh"
 
 namespace collcomm::detail {
 namespace {
+
+// A transfer moves one way, so its private copy is of one side's view: a send's or a receive's.
+union ConnCopy {
+  SendConn send;
+  RecvConn recv;
+  __device__ ConnCopy() {}  // neither is made until the transfer is known
+};
 
 // Grid: one block of args.nthreads threads. Returns when every transfer is done or one wait failed
 // (reported in *args.status, and the peers of the batch told this rank left).
@@ -22,8 +31,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaP2pKernel(const __grid_co
   // so that thread 0's write-back at the end cannot overtake a sibling's read.
   const int n = args.nTransfers;
   ExecTransfer ops[kCudaMaxP2pTransfers];
-  SendConn sends[kCudaMaxP2pTransfers];
-  RecvConn recvs[kCudaMaxP2pTransfers];
+  ConnCopy conns[kCudaMaxP2pTransfers];  // transfer i's, where it is the first to use its connection
   auto moves = [&](const ExecTransfer& t) { return t.peer != args.self && t.bytes != 0; };
   for (int i = 0; i < n; ++i) {
     const ExecTransfer& t = args.transfers[i];
@@ -35,11 +43,11 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaP2pKernel(const __grid_co
       if (moves(u) && u.isSend == t.isSend && (t.isSend ? u.send == t.send : u.recv == t.recv)) break;
     }
     if (t.isSend) {
-      if (first == i) sends[i] = *t.send;
-      ops[i].send = &sends[first];
+      if (first == i) new (&conns[i].send) SendConn(*t.send);
+      ops[i].send = &conns[first].send;
     } else {
-      if (first == i) recvs[i] = *t.recv;
-      ops[i].recv = &recvs[first];
+      if (first == i) new (&conns[i].recv) RecvConn(*t.recv);
+      ops[i].recv = &conns[first].recv;
     }
   }
   if (threadIdx.x == 0) blockFailed = 0;
@@ -51,13 +59,13 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaP2pKernel(const __grid_co
   // No barrier from here on: threads that failed may already have left.
   for (int i = 0; i < n; ++i) {
     const ExecTransfer& t = args.transfers[i];
-    if (!moves(t) || (t.isSend ? ops[i].send != &sends[i] : ops[i].recv != &recvs[i])) continue;
-    if (plat.failed()) CudaPlatform::leave(t.isSend ? sends[i].peer : recvs[i].peer, args.self, kGoneFailed);
+    if (!moves(t) || (t.isSend ? ops[i].send != &conns[i].send : ops[i].recv != &conns[i].recv)) continue;
+    if (plat.failed()) CudaPlatform::leave(t.isSend ? conns[i].send.peer : conns[i].recv.peer, args.self, kGoneFailed);
     if (threadIdx.x != 0) continue;
     if (t.isSend)
-      t.send->simpleStep = sends[i].simpleStep;
+      t.send->simpleStep = conns[i].send.simpleStep;
     else
-      t.recv->simpleStep = recvs[i].simpleStep;
+      t.recv->simpleStep = conns[i].recv.simpleStep;
   }
 }
 
