@@ -12,14 +12,14 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <span>
 #include <unordered_map>
 
 #include "common/log.h"
 #include "common/params.h"
+#include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_launch.h"
+#include "device/cuda/fused_launch.h"
 #include "device/executor.h"
-#include "device/launch_group.h"
 #include "topo/system.h"
 
 namespace collcomm::detail {
@@ -27,15 +27,6 @@ namespace {
 
 // One block per channel, this many threads: the kernels' __launch_bounds__.
 constexpr int kThreads = kCudaMaxThreads;
-
-Status cudaFailed(cudaError_t err, const char* what) {
-  return CC_ERROR(Status::kCudaError, "%s failed: %s", what, cudaGetErrorString(err));
-}
-#define CC_CUDA_CHECK(call)                               \
-  do {                                                    \
-    const cudaError_t ccCudaErr_ = (call);                \
-    if (ccCudaErr_ != cudaSuccess) return cudaFailed(ccCudaErr_, #call); \
-  } while (0)
 
 // Ranks sharing a device each launch on their own stream, and CUDA feeds streams to the GPU through
 // CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless set, 32 at most). Where two ranks' streams
@@ -71,8 +62,6 @@ class CudaExecutor final : public Executor {
     for (auto& [host, copy] : p2pMirrors_) cudaFree(copy);
     if (gather_ != nullptr) cudaFree(gather_);
     if (orderEvent_ != nullptr) cudaEventDestroy(orderEvent_);
-    if (readyEvent_ != nullptr) cudaEventDestroy(readyEvent_);
-    if (doneEvent_ != nullptr) cudaEventDestroy(doneEvent_);
     if (ctrlStream_ != nullptr) cudaStreamDestroy(ctrlStream_);
     if (mapped_ != nullptr) cudaFreeHost(mapped_);
   }
@@ -100,7 +89,8 @@ class CudaExecutor final : public Executor {
                       "use fewer ranks per GPU",
                       rank_, ranksOnDevice, device_, blocksPerSm * sms, sms, blocksPerSm);
     maxChannels_ = std::max(maxChannels_, 1);
-    if (paramInt(Param::kGpuFusedLaunch) != 0 && s.deviceMates.size() > 1) CC_CHECK(joinFusedLaunch(s));
+    if (paramInt(Param::kGpuFusedLaunch) != 0 && s.deviceMates.size() > 1)
+      CC_CHECK(fused_.join(s, rank_, device_, &maxChannels_));
     CC_CUDA_CHECK(cudaStreamCreateWithFlags(&ctrlStream_, cudaStreamNonBlocking));
     CC_CUDA_CHECK(cudaEventCreateWithFlags(&orderEvent_, cudaEventDisableTiming));
     CC_CUDA_CHECK(cudaHostAlloc(&mapped_, sizeof(MappedWords), cudaHostAllocMapped | cudaHostAllocPortable));
@@ -167,27 +157,8 @@ class CudaExecutor final : public Executor {
     ScopedDevice on(device_);
     std::lock_guard<std::mutex> lock(launchMu_);
     CC_CHECK(orderAfterLastLaunch(stream));
-    CC_CHECK(group_ != nullptr ? launchFused(a, stream) : cudaLaunchCollective(a, stream));
+    CC_CHECK(fused_.joined() ? fused_.launch(a, stream, timeoutNs_) : cudaLaunchCollective(a, stream));
     lastStream_ = stream;
-    return kOk;
-  }
-
-  // The fused launch (COLLCOMM_GPU_FUSED_LAUNCH=1; docs/gpu.md, "Ranks sharing a GPU"): this rank's
-  // ring collective joins those of the communicator's other ranks on its device as one kernel,
-  // launched by the last of them to arrive (device/launch_group.h) on the first one's stream after
-  // every member's stream got there; each member's stream then waits for the kernel. Called under
-  // launchMu_, after orderAfterLastLaunch(stream).
-  Status launchFused(const CudaCollArgs& a, cudaStream_t stream) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    CC_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-    const FusedPiece piece{&a, stream, readyEvent_, doneEvent_, capture != cudaStreamCaptureStatusNone, rank_};
-    if (!piece.capturing) CC_CUDA_CHECK(cudaEventRecord(readyEvent_, stream));
-    const LaunchGroup::Arrival me{member_, &piece};
-    CC_CHECK(group_->arrive(std::span<const LaunchGroup::Arrival>(&me, 1), fuseAndLaunch,
-                            Deadline::afterSeconds(static_cast<double>(timeoutNs_) * 1e-9)));
-    // A stream under capture cannot wait on another member's: there each launches its own kernel.
-    if (piece.capturing) return cudaLaunchCollective(a, stream);
-    if (member_ != 0) CC_CUDA_CHECK(cudaStreamWaitEvent(stream, doneEvent_, 0));
     return kOk;
   }
 
@@ -338,9 +309,9 @@ class CudaExecutor final : public Executor {
 
   void abort() override {
     __atomic_store_n(&mappedWords().abortFlag, 1u, __ATOMIC_RELEASE);
-    if (group_ != nullptr) group_->abort(rank_);
+    fused_.abort();
   }
-  bool launchesWithOthers() const override { return group_ != nullptr; }
+  bool launchesWithOthers() const override { return fused_.joined(); }
   // Nothing gauges a GPU peer's distance, and GPU plans never stream steps.
   bool receiversFindFar(int) const override { return false; }
 
@@ -358,86 +329,6 @@ class CudaExecutor final : public Executor {
   }
 
  private:
-  // One member's part of a fused launch: read by the member that launches, on its own thread, while
-  // this one waits in the rendezvous.
-  struct FusedPiece {
-    const CudaCollArgs* args;
-    cudaStream_t stream;
-    cudaEvent_t ready;  // recorded on `stream` before arriving
-    cudaEvent_t done;   // recorded by the launch after the kernel (members but the first)
-    bool capturing;     // `stream` is being captured into a graph
-    int rank;
-  };
-
-  // The launch of one round (LaunchGroup::Launch): the members' kernels as one, with a block per
-  // member and channel, on the first member's stream once every member's stream has reached it.
-  static Status fuseAndLaunch(std::span<const void* const> payloads) {
-    const auto piece = [&](size_t m) -> const FusedPiece& { return *static_cast<const FusedPiece*>(payloads[m]); };
-    const size_t n = payloads.size();
-    size_t capturing = 0;
-    for (size_t m = 0; m < n; ++m) capturing += piece(m).capturing ? 1 : 0;
-    if (capturing == n) return kOk;  // each launches its own
-    const CudaCollArgs& first = *piece(0).args;
-    if (capturing != 0)
-      return CC_ERROR(Status::kInvalidUsage,
-                      "%s: ranks sharing CUDA device %d launch together, but only %zu of their %zu streams are being "
-                      "captured into a graph: capture all of them or none",
-                      collName(first.kind), piece(0).rank, capturing, n);
-    CudaCollArgs fused = first;
-    fused.nMembers = static_cast<int>(n);
-    const int channels = first.nChannels;
-    if (static_cast<int>(n) * channels > kCudaMaxChannels)
-      return CC_ERROR(Status::kInternalError, "a fused launch of %zu ranks with %d channels each exceeds %d blocks", n,
-                      channels, kCudaMaxChannels);
-    for (size_t m = 0; m < n; ++m) {
-      const CudaCollArgs& a = *piece(m).args;
-      if (a.kind != first.kind || a.algo != first.algo || a.proto != first.proto || a.dtype != first.dtype ||
-          a.count != first.count || a.root != first.root || a.nChannels != channels || a.op.kind != first.op.kind)
-        return CC_ERROR(Status::kInvalidUsage,
-                        "ranks %d and %d share a CUDA device and run their collectives as one kernel, but called "
-                        "different ones: %s of %zu %s (root %d, %d channels) against %s of %zu %s (root %d, %d "
-                        "channels)",
-                        piece(0).rank, piece(m).rank, collName(first.kind), first.count, dtypeName(first.dtype),
-                        first.root, channels, collName(a.kind), a.count, dtypeName(a.dtype), a.root, a.nChannels);
-      fused.members[m] = CudaMemberArgs{a.sendbuff, a.recvbuff, a.op, a.abortFlag, a.status};
-      for (int c = 0; c < channels; ++c) {
-        CudaChannelArgs& ch = fused.channels[static_cast<int>(m) * channels + c];
-        ch = a.channels[c];
-        ch.member = static_cast<int>(m);
-        ch.channel = c;
-      }
-    }
-    const cudaStream_t stream = piece(0).stream;
-    for (size_t m = 1; m < n; ++m) CC_CUDA_CHECK(cudaStreamWaitEvent(stream, piece(m).ready, 0));
-    CC_CHECK(cudaLaunchCollective(fused, stream));
-    for (size_t m = 1; m < n; ++m) CC_CUDA_CHECK(cudaEventRecord(piece(m).done, stream));
-    return kOk;
-  }
-
-  // This rank's place among the communicator's ranks on its device, their launch group, and the
-  // events of its part. Every rank takes the same share of a launch's blocks (kCudaMaxChannels over
-  // the most ranks on any device) so that their plans agree.
-  Status joinFusedLaunch(const ExecSetup& s) {
-    const int most = std::max(1, s.mostRanksOnADevice);
-    if (most > kCudaMaxMembers) {
-      CC_WARN(
-          "rank %d: %d ranks share a CUDA device, more than one launch holds (%d): COLLCOMM_GPU_FUSED_LAUNCH is "
-          "ignored",
-          rank_, most, kCudaMaxMembers);
-      return kOk;
-    }
-    member_ = static_cast<int>(std::find(s.deviceMates.begin(), s.deviceMates.end(), rank_) - s.deviceMates.begin());
-    if (member_ >= static_cast<int>(s.deviceMates.size()))
-      return CC_ERROR(Status::kInternalError, "rank %d is not among the ranks on its own CUDA device", rank_);
-    CC_CHECK(joinLaunchGroup(s.commId, device_, s.deviceMates, &group_));
-    maxChannels_ = std::max(1, std::min(maxChannels_, kCudaMaxChannels / most));
-    CC_CUDA_CHECK(cudaEventCreateWithFlags(&readyEvent_, cudaEventDisableTiming));
-    CC_CUDA_CHECK(cudaEventCreateWithFlags(&doneEvent_, cudaEventDisableTiming));
-    CC_INFO(kSubsysInit, "rank %d: fused launches with ranks sharing CUDA device %d (member %d of %zu), %d channel(s)",
-            rank_, device_, member_, s.deviceMates.size(), maxChannels_);
-    return kOk;
-  }
-
   MappedWords& mappedWords() const { return *static_cast<MappedWords*>(mapped_); }
 
   // What every launch's waits run under: the communicator's abort word, deadline and status.
@@ -568,11 +459,7 @@ class CudaExecutor final : public Executor {
   size_t gatherBytes_ = 0;
   cudaStream_t ctrlStream_ = nullptr;
   cudaEvent_t orderEvent_ = nullptr;
-  // The fused launch (joinFusedLaunch): the group, this rank's member index, its part's events.
-  std::shared_ptr<LaunchGroup> group_;
-  int member_ = 0;
-  cudaEvent_t readyEvent_ = nullptr;
-  cudaEvent_t doneEvent_ = nullptr;
+  FusedLaunch fused_;  // where ranks sharing this device launch as one (COLLCOMM_GPU_FUSED_LAUNCH)
   std::mutex launchMu_;
   cudaStream_t lastStream_ = nullptr;
   bool hasLaunched_ = false;
