@@ -1,7 +1,7 @@
 // The host executor's dispatch from a run-time (data type, reduction) to the instantiation of a
-// portable algorithm for that pair: one switch for the algorithms that run outside the ring
-// runner (host_ring_runner.h, which also picks the protocol), so each of them is instantiated for
-// every CC_DTYPE_LIST x CC_REDOP_LIST pair an operation can reach (redOpKindReachable) from the lists alone.
+// portable algorithm for that pair: one switch for every algorithm (the ring runner's Run,
+// host_ring_runner.h, picks the protocol inside), so each is instantiated from the lists alone for
+// every CC_DTYPE_LIST x CC_REDOP_LIST pair an operation can reach (redOpKindReachable).
 #pragma once
 
 #include "collcomm.h"
