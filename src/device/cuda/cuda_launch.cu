@@ -206,6 +206,13 @@ Status cudaPrepareKernels(int nthreads, int* blocksPerSm) {
     if (index < channelKernels && blocks < least) least = blocks;
   }
   reserveKernelStacks(device, stackBytes);
+#ifdef CC_CUDA_QUICK_KERNELS
+  CC_WARN(
+      "collcomm's CUDA kernels were built with the device optimiser turned down (COLLCOMM_CUDA_QUICK_KERNELS, "
+      "for builds that only check they compile): they run correctly but slowly on device %d; rebuild without "
+      "it to measure or use them",
+      device);
+#endif
   prepared[device][0] = nthreads;
   prepared[device][1] = least;
   *blocksPerSm = least;
