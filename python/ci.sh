@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # CI stage for the PyTorch backend: a virtual environment under build-py/ with torch==2.11.0
 # (pip's cache keeps the wheels between runs), this package built and installed with pip, then
-# its tests. PYTEST_ARGS narrows the run (e.g. "-k collectives"). `python/ci.sh deps` only makes
-# the environment and installs what the package needs (no build of ours is used): scripts/test.sh
-# runs that beside its builds.
+# its tests. PYTEST_ARGS narrows the run (e.g. "-k collectives").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${TORCH_VENV:-build-py/venv}
@@ -15,7 +13,6 @@ PY="$(cd "$VENV" && pwd)/bin/python"
 if [ "${SKIP_LIGHTNING:-0}" != 1 ] && [ -f python/tests/test_lightning.py ]; then
   "$VENV/bin/pip" install -q pytorch-lightning
 fi
-[ "${1:-}" = deps ] && exit 0
 "$VENV/bin/pip" install -q --no-build-isolation ./python
 # From the tests folder, so the installed package (not the source tree) is imported. Exit code 5
 # (no tests collected) is a failure here, as any non-zero code is.

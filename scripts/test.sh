@@ -18,17 +18,6 @@ stage_took() {
   stage_began=$SECONDS
 }
 
-# The PyTorch stage's downloads (torch and the CUDA libraries it depends on, gigabytes) need no
-# build of ours: they run now, beside the builds, which leave the network idle, and the stage
-# itself waits for them. Their output is shown there.
-torch_deps=
-if [ "${SKIP_TORCH:-0}" != 1 ]; then
-  mkdir -p build-py
-  bash python/ci.sh deps > build-py/deps.log 2>&1 &
-  torch_deps=$!
-  trap '[ -n "$torch_deps" ] && kill "$torch_deps" 2>/dev/null; true' EXIT
-fi
-
 # With nvcc (and SKIP_CUDA unset) the main build has the CUDA executor: every kernel compiled for
 # sm_80 (PTX) and sm_90, the library linked with it, and the GPU tests in the suite (they skip without a
 # GPU). One build for both keeps the library's sources compiled once; the sanitizer build below is
@@ -81,14 +70,6 @@ fi
 
 if [ "${SKIP_TORCH:-0}" != 1 ]; then
   echo "== PyTorch backend: install torch==2.11.0 and collcomm_torch, run its tests (python/ci.sh)"
-  deps_ok=0
-  wait "$torch_deps" || deps_ok=$?
-  torch_deps=
-  cat build-py/deps.log
-  if [ "$deps_ok" != 0 ]; then
-    echo "installing the PyTorch backend's dependencies (python/ci.sh deps) failed: exit $deps_ok"
-    exit 1
-  fi
   bash python/ci.sh
   stage_took "PyTorch backend"
 fi
