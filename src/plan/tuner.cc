@@ -4,7 +4,7 @@
 // - Protocol: LL only below 16 B; above that the host LL path loses to Simple (a receiver polls a
 //   line the sender is still filling).
 // - Algorithm: one-shot AllReduce while a rank receives at most 64 KiB (one hand-off instead of
-//   the ring's two; between threads Direct, below, takes over from 16 KiB); for two ranks over NET
+//   the ring's two; between threads Direct, below, takes over from 4 KiB); for two ranks over NET
 //   up to 256 KiB, where the ring's second phase costs a network round trip (more ranks on few
 //   cores lost with it, so they keep 64 KiB).
 // - AllReduce on more than two ranks across hosts: the host model's argmin of Ring, OneShot and
@@ -25,9 +25,9 @@
 //   (HostWaitContext::sendNow): it leaves while still in cache; smaller steps wait for the round
 //   of the wait that follows, since a second lock round per step costs small messages.
 // - Direct (single copy from the peers' buffers): between threads of one process from 16 KiB
-//   (Broadcast from 4 KiB, or 64 KiB where the host's ranks outnumber its CPUs: below),
-//   where a plain copy beats the ring's two and the one-shot's copy through a FIFO (AllReduce too
-//   since 2026-11-28: with 11-23's 4 MiB the default took 1.4-1.8x Direct at 16-64 KiB in two runs
+//   (Broadcast and AllReduce from 4 KiB, or 64 and 16 KiB where the host's ranks outnumber its
+//   CPUs: below), where a plain copy beats the ring's two and the one-shot's copy through a FIFO
+//   (AllReduce too since 2026-11-28: with 11-23's 4 MiB the default took 1.4-1.8x Direct at 16-64 KiB in two runs
 //   on two threads and 1.6-2.0x at 64 KiB on four; the ring still won 256 KiB that day by 1.2-1.4x,
 //   Direct 11-27's calibration by 1.2x); between processes off unless
 //   forced or COLLCOMM_DIRECT_THRESHOLD is set, because process_vm_readv copies slower than the
@@ -41,6 +41,11 @@
 //   9.7-12.6): the root then waits for readers that take turns on the CPUs, so a host whose ranks
 //   outnumber its CPUs keeps Direct Broadcast from 64 KiB (tuneForOversubscribedHost). Four
 //   threads' AllGather and ReduceScatter won or tied with Direct from 16 KiB, so they keep it.
+//   AllReduce between two threads (2026-11-28 14:25, one-shot and Direct alternated 15 times per
+//   size): Direct was faster in 12 of 15 pairs at 4 KiB (median one-shot/Direct 1.47) and 14 of 15
+//   at 8 KiB (1.37), a coin flip at 1-2 KiB (8 of 15 each), so it starts at 4 KiB; four threads on
+//   two CPUs lost with it at 4 KiB (0 of 9, 0.63) and 8 KiB (2 of 9) and won at 16 KiB (8 of 9),
+//   so there it keeps 16 KiB.
 #include "plan/tuner.h"
 
 #include <strings.h>
@@ -116,6 +121,7 @@ Status loadTunerConfig(TunerConfig* out) {
 void tuneForOversubscribedHost(TunerConfig* cfg) {
   if (paramIsSet(Param::kDirectThreshold)) return;
   cfg->directThreshold[static_cast<int>(CollKind::kBroadcast)] = size_t{64} << 10;
+  cfg->directThreshold[static_cast<int>(CollKind::kAllReduce)] = size_t{16} << 10;
 }
 
 bool hasDirect(CollKind kind) {
@@ -135,9 +141,8 @@ std::array<size_t, kNumCollKinds> TunerConfig::defaultDirectThresholds(DirectRea
   std::array<size_t, kNumCollKinds> t;
   t.fill(SIZE_MAX);
   if (reach == DirectReach::kInProcess) {
-    for (CollKind k : {CollKind::kAllGather, CollKind::kReduceScatter, CollKind::kAllReduce})
-      t[static_cast<int>(k)] = size_t{16} << 10;
-    t[static_cast<int>(CollKind::kBroadcast)] = size_t{4} << 10;
+    for (CollKind k : {CollKind::kAllGather, CollKind::kReduceScatter}) t[static_cast<int>(k)] = size_t{16} << 10;
+    for (CollKind k : {CollKind::kBroadcast, CollKind::kAllReduce}) t[static_cast<int>(k)] = size_t{4} << 10;
   }
   // Across processes: off unless forced or set (the header comment: the windows of 2026-11-23
   // lost 2-3x by 2026-11-25).

@@ -41,8 +41,12 @@ def main(argv):
     # Within a host, the measured thresholds.
     c = choices(cc_plan, "--ranks", "2", "-b", "16", "-e", "8M")
     expect(c.get(16) == ("OneShot", "LL") and c.get(32) == ("OneShot", "Simple"), "2 threads, LL to 16 B: %s" % c)
-    expect(c.get(8192) == ("OneShot", "Simple") and c.get(16384) == ("Direct", "Simple")
-           and c.get(8 << 20) == ("Direct", "Simple"), "2 threads, Direct from 16 KiB: %s" % c)
+    expect(c.get(2048) == ("OneShot", "Simple") and c.get(4096) == ("Direct", "Simple")
+           and c.get(8 << 20) == ("Direct", "Simple"), "2 threads, Direct from 4 KiB: %s" % c)
+    # Four threads on two CPUs: Direct AllReduce from 16 KiB (the oversubscribed thresholds).
+    c = choices(cc_plan, "--ranks", "4", "--cpus", "2", "-b", "8K", "-e", "16K")
+    expect(c.get(8192) == ("OneShot", "Simple") and c.get(16384) == ("Direct", "Simple"),
+           "4 threads on 2 CPUs, Direct from 16 KiB: %s" % c)
     c = choices(cc_plan, "--ranks", "2", "--processes", "-b", "64K", "-e", "4M")
     expect(c.get(65536) == ("OneShot", "Simple") and c.get(131072) == ("Ring", "Simple"),
            "2 processes, one-shot to 64 KiB: %s" % c)

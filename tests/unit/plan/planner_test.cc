@@ -299,17 +299,21 @@ TEST(Planner, DirectForcedAndThresholdFromEnvironment) {
   EXPECT_EQ(cfg.directThreshold[static_cast<int>(CollKind::kReduce)], SIZE_MAX);
 }
 
-// Broadcast between threads goes Direct from 4 KiB while the host's ranks have a CPU each, and from
-// 64 KiB where they outnumber the CPUs (the measurements: tuner.cc); COLLCOMM_DIRECT_THRESHOLD wins
-// over both.
-TEST(Planner, DirectBroadcastBetweenThreadsByWhetherTheyHaveACpuEach) {
+// Broadcast and AllReduce between threads go Direct from 4 KiB while the host's ranks have a CPU
+// each, and from 64 and 16 KiB where they outnumber the CPUs (the measurements: tuner.cc);
+// COLLCOMM_DIRECT_THRESHOLD wins over both.
+TEST(Planner, DirectBroadcastAndAllReduceBetweenThreadsByWhetherTheyHaveACpuEach) {
   constexpr auto kIn = DirectReach::kInProcess;
   TunerConfig cfg = loaded();
   EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 4096, 2, 1, kIn).algo, Algorithm::kDirect);
   EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 4095, 2, 1, kIn).algo, Algorithm::kRing);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 4096, 2, 1, kIn).algo, Algorithm::kDirect);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 4095, 2, 1, kIn).algo, Algorithm::kOneShot);
   tuneForOversubscribedHost(&cfg);
   EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 32768, 4, 1, kIn).algo, Algorithm::kRing);
   EXPECT_EQ(planCollective(cfg, CollKind::kBroadcast, 65536, 4, 1, kIn).algo, Algorithm::kDirect);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 8192, 4, 1, kIn).algo, Algorithm::kOneShot);
+  EXPECT_EQ(planCollective(cfg, CollKind::kAllReduce, 16384, 4, 1, kIn).algo, Algorithm::kDirect);
   // The other collectives keep theirs, and processes are not touched.
   const TunerConfig fresh = loaded();
   EXPECT_EQ(cfg.directThreshold[static_cast<int>(CollKind::kAllGather)],
