@@ -182,8 +182,9 @@ elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
   # ctest knows no gpu tests here (a build copied from another path): run the binary itself, then
   # the four-rank sweep with AllReduce forced one-shot (ctest's GpuComm.OneShotForcedMatchesHost)
   # the four- and eight-rank sweeps with AllReduce forced onto the trees (ctest's
-  # GpuComm.TreeForcedMatchesHost), and LL forced on the rings and the trees (ctest's
-  # GpuComm.LlForcedMatchesHost and GpuComm.TreeLlForcedMatchesHost).
+  # GpuComm.TreeForcedMatchesHost), LL forced on the rings and the trees (ctest's
+  # GpuComm.LlForcedMatchesHost and GpuComm.TreeLlForcedMatchesHost), and Direct forced on two and
+  # four ranks (ctest's GpuComm.DirectForcedMatchesHost).
   (
     timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/tests/collcomm_gpu_tests"
     all=$?
@@ -199,8 +200,11 @@ elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
     COLLCOMM_ALGO=Tree COLLCOMM_PROTO=LL timeout --kill-after=10 120 "$BUILD_DIR/tests/collcomm_gpu_tests" \
       --gtest_filter=GpuComm.FourRanksMatchHost
     treeLl=$?
-    for rc in "$all" "$oneShot" "$tree" "$ll"; do [ "$rc" != 0 ] && exit "$rc"; done
-    exit "$treeLl"
+    COLLCOMM_ALGO=Direct timeout --kill-after=10 120 "$BUILD_DIR/tests/collcomm_gpu_tests" \
+      --gtest_filter='GpuComm.TwoRanksMatchHost:GpuComm.FourRanksMatchHost'
+    direct=$?
+    for rc in "$all" "$oneShot" "$tree" "$ll" "$treeLl"; do [ "$rc" != 0 ] && exit "$rc"; done
+    exit "$direct"
   ) 2>&1 | tee "$LOG_DIR/gpu-tests.log"
   rc=$?
   TEST_SUMMARY=$(grep -E "^\[  (PASSED|FAILED)  \]" "$LOG_DIR/gpu-tests.log" | tr '\n' ' ')

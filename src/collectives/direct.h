@@ -3,7 +3,7 @@
 // cross-memory attach, decided at init by transport/cma/cma_probe.h; the plan picks Direct only
 // then). Portable code over the point-to-point engine (p2p.h) for its exchanges and the platform's
 // peer-memory hooks for its data, instantiated by the host executor (device/host/host_direct.cc)
-// and compiled as a CUDA kernel (device/cuda/direct_kernel.cu, not wired yet).
+// and compiled as a CUDA kernel (device/cuda/direct_kernel.cu: ranks on one GPU, when forced).
 //
 // Per operation, over the per-peer collective connections core made (ExecColl::peers, never the
 // user's point-to-point ones): every rank sends every peer a descriptor of its call (buffers,
@@ -24,7 +24,7 @@
 //   writePeer(rank, src, remote, bytes) -> bool the same the other way
 // Host: plain pointers between threads, cross-memory attach between processes
 // (transport/cma/peer_memory.h). CUDA: a peer's pointer as it is (ranks of one process, unified
-// addressing); ranks in other processes need their buffers mapped (CUDA IPC), not wired yet.
+// addressing); ranks in other processes need their buffers mapped (CUDA IPC), not done yet.
 //
 // Tier: control and data. The algorithm allocates nothing: its scratch is the executor's
 // (DirectWork). No syscalls but the platform's (cross-memory attach is one per copy).

@@ -312,6 +312,10 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
             rank);
   makePeerConns(comm);
   if (gpu) {
+    // Direct on a GPU communicator reads the peers' buffers through their pointers: ranks of this
+    // process on this rank's device (one device: no peer access needed). Ranks on several GPUs
+    // would need every pair's peer access first, which is not checked yet: no Direct there.
+    comm->directReach = comm->mostRanksOnADevice == comm->nranks ? DirectReach::kInProcess : DirectReach::kNone;
     CC_CHECK(makeCudaExecutor(executorSetup(comm), &comm->executor));
     logSummary(comm);
     return kOk;

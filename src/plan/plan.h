@@ -109,7 +109,7 @@ inline Plan planFor(const TunerConfig& cfg, const PlanOp& op, const PlanShape& s
   Plan p{};
   static_cast<CollPlan&>(p) =
       shape.gpu ? planGpuCollective(cfg, op.kind, bytes, shape.nranks, shape.maxGpuChannels, shape.gpuSharedDevice,
-                                    shape.gpuModel)
+                                    shape.gpuModel, shape.reach)
                 : planCollective(cfg, op.kind, bytes, shape.nranks, shape.nChannels, shape.reach, shape.overNet,
                                  shape.nHosts, shape.simpleStepBytes, shape.llStepBytes);
   p.kind = op.kind;

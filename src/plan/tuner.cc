@@ -228,11 +228,19 @@ CollPlan planGpuByModel(const TunerConfig& cfg, CollKind kind, size_t bytes, int
 }  // namespace
 
 CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int maxChannels,
-                           bool sharedDevice, const RingGraph* model) {
+                           bool sharedDevice, const RingGraph* model, DirectReach reach) {
   constexpr size_t kLlMaxBytes = size_t{64} << 10;  // one rank per device only
   const size_t kOneShotMaxBytes = sharedDevice ? size_t{256} << 10 : size_t{64} << 10;
   constexpr size_t kBytesPerChannel = size_t{256} << 10;
   CollPlan plan{Protocol::kSimple, Algorithm::kRing, 1, false, false, false};
+  // Direct (its own kernel: one block reads the peers' buffers, Simple steps for its exchanges) only
+  // when forced and where the ranks can read each other's buffers; forced where they cannot, the
+  // choice below, as on the host. It has not run on a GPU yet, so it is never the default.
+  if (cfg.forcedAlgo == static_cast<int>(Algorithm::kDirect) && reach != DirectReach::kNone && hasDirect(kind) &&
+      nranks >= 2) {
+    plan.algo = Algorithm::kDirect;
+    return plan;
+  }
   // OneShot on more than two ranks (its own kernel, over per-peer connections) only when forced:
   // on ranks sharing an H200 it lost to the ring at every size (4 ranks, 8 B: 80 us against 32).
   // Tree (its own kernel, over the channels' tree connections) likewise: there 46 against 32 us at

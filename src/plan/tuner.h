@@ -102,11 +102,12 @@ CollPlan planCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int
 // measured: with `model` (the communicator's rings as the topology describes them, plan/
 // ring_channels.h) the cost model's argmin of Ring and Tree, LL and Simple and the channel count
 // (OneShot for a small two-rank AllReduce stays: the model does not know it); without, LL for small
-// messages, NCCL's orders of magnitude. COLLCOMM_PROTO and COLLCOMM_ALGO (Ring, OneShot, Tree) force
-// choices as on the host. tuner.cc says where each number comes from.
+// messages, NCCL's orders of magnitude. COLLCOMM_PROTO and COLLCOMM_ALGO (Ring, OneShot, Tree, and
+// Direct where `reach` says the ranks read each other's buffers) force choices as on the host.
+// tuner.cc says where each number comes from.
 inline constexpr int kGpuDefaultChannels = 32;  // rings a GPU communicator connects unless told
 CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, int nranks, int maxChannels,
-                           bool sharedDevice, const RingGraph* model = nullptr);
+                           bool sharedDevice, const RingGraph* model = nullptr, DirectReach reach = DirectReach::kNone);
 
 // The rings a GPU communicator connects: kGpuDefaultChannels, within COLLCOMM_MIN_NCHANNELS and
 // COLLCOMM_MAX_NCHANNELS (or the config's) when the user gave either (channelsGiven).

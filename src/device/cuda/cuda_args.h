@@ -179,8 +179,8 @@ struct CudaOneShotArgs : CudaPeerCollArgs {
 // kind: AllGather, Broadcast, ReduceScatter or AllReduce; count as ExecColl::count; nranks
 // 1..kCudaMaxDirectRanks. The descriptors and tokens live in the block's shared memory. chunk:
 // nranks * directChunkBytes(nranks) bytes of device memory (ReduceScatter, AllReduce), the
-// counterpart of the host executor's Direct scratch (host_direct.cc), which the CUDA executor
-// would own like the one-shot's gather buffer. Not yet launched.
+// counterpart of the host executor's Direct scratch (host_direct.cc), which the CUDA executor owns
+// like the one-shot's gather buffer (runDirect).
 inline constexpr int kCudaMaxDirectRanks = kCudaMaxPeerRanks;
 struct CudaDirectArgs : CudaPeerCollArgs {
   int32_t builtinOp;  // as ExecColl::builtinOp: what the ranks compare

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "collectives/direct.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "device/cuda/cuda_check.h"
@@ -60,7 +61,8 @@ class CudaExecutor final : public Executor {
     ScopedDevice on(device_);
     if (deviceConns_ != nullptr) cudaFree(deviceConns_);
     for (auto& [host, copy] : p2pMirrors_) cudaFree(copy);
-    if (gather_ != nullptr) cudaFree(gather_);
+    for (Scratch* scratch : {&gather_, &directChunk_})
+      if (scratch->ptr != nullptr) cudaFree(scratch->ptr);
     if (orderEvent_ != nullptr) cudaEventDestroy(orderEvent_);
     if (ctrlStream_ != nullptr) cudaStreamDestroy(ctrlStream_);
     if (mapped_ != nullptr) cudaFreeHost(mapped_);
@@ -134,13 +136,11 @@ class CudaExecutor final : public Executor {
 
   Status run(const ExecColl& c, const ExecOp& op) override {
     CC_CHECK(checkNoEarlierFailure(collName(c.kind)));
-    if (c.algo == Algorithm::kDirect)
-      return CC_ERROR(Status::kInvalidUsage, "%s on rank %d: Direct is not implemented on GPU communicators yet",
-                      collName(c.kind), rank_);
     return tracedLaunch(collName(c.kind), [&] {
-      return c.algo == Algorithm::kOneShot && nranks_ > 2 ? runOneShot(c, op)
-             : c.algo == Algorithm::kTree && nranks_ > 1  ? runTree(c, op)
-                                                          : runRing(c, op);
+      return c.algo == Algorithm::kDirect                   ? runDirect(c, op)
+             : c.algo == Algorithm::kOneShot && nranks_ > 2 ? runOneShot(c, op)
+             : c.algo == Algorithm::kTree && nranks_ > 1    ? runTree(c, op)
+                                                            : runRing(c, op);
     });
   }
 
@@ -184,9 +184,42 @@ class CudaExecutor final : public Executor {
       CC_CHECK(mirrored(c.peers[p].recv, &a.peers[p].recv));
     }
     CC_CHECK(orderAfterLastLaunch(stream));
-    CC_CHECK(growGather(static_cast<size_t>(nranks_) * c.count * dtypeSize(c.dtype), stream));
-    a.gather = gather_;
+    CC_CHECK(growScratch(&gather_, static_cast<size_t>(nranks_) * c.count * dtypeSize(c.dtype), stream));
+    a.gather = gather_.ptr;
     CC_CHECK(cudaLaunchOneShot(a, stream));
+    lastStream_ = stream;
+    return kOk;
+  }
+
+  // Direct (direct_kernel.cu): one block sends every peer a descriptor of its call over the per-peer
+  // connections core made (c.peers; on two ranks the ring channel's, whose device copies the ring
+  // kernels share), then reads the peers' buffers through their pointers and reduces in rank order.
+  // The planner takes it only when forced and where every rank is on this device (core/init.cc).
+  Status runDirect(const ExecColl& c, const ExecOp& op) {
+    if (nranks_ < 2 || nranks_ > kCudaMaxDirectRanks || c.peers == nullptr || !directRuns(c.kind))
+      return CC_ERROR(Status::kInvalidUsage,
+                      "%s on rank %d of %d: the Direct kernel runs AllGather, Broadcast, ReduceScatter and AllReduce "
+                      "on 2 to %d ranks, over the per-peer connections core makes first",
+                      collName(c.kind), rank_, nranks_, kCudaMaxDirectRanks);
+    auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
+    CudaDirectArgs a{};
+    static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
+    static_cast<CudaWaitArgs&>(a) = waitArgs();
+    a.rank = rank_;
+    a.builtinOp = c.builtinOp;
+    ScopedDevice on(device_);
+    std::lock_guard<std::mutex> lock(launchMu_);
+    for (int p = 0; p < nranks_; ++p) {
+      if (p == rank_) continue;
+      CC_CHECK(mirrored(c.peers[p].send, &a.peers[p].send));
+      CC_CHECK(mirrored(c.peers[p].recv, &a.peers[p].recv));
+    }
+    CC_CHECK(orderAfterLastLaunch(stream));
+    if (c.kind == CollKind::kAllReduce || c.kind == CollKind::kReduceScatter) {
+      CC_CHECK(growScratch(&directChunk_, static_cast<size_t>(nranks_) * directChunkBytes(nranks_), stream));
+      a.chunk = directChunk_.ptr;
+    }
+    CC_CHECK(cudaLaunchDirect(a, stream));
     lastStream_ = stream;
     return kOk;
   }
@@ -228,17 +261,23 @@ class CudaExecutor final : public Executor {
     return kOk;
   }
 
-  // The one-shot's gather buffer holds at least `bytes`. Grown in stream order, after the
-  // launches already ordered before `stream` (orderAfterLastLaunch): a kernel still running on
-  // the old buffer keeps it, and no call waits for the device, where a peer's kernel may be
-  // spinning on this rank. Called under launchMu_.
-  Status growGather(size_t bytes, cudaStream_t stream) {
-    if (bytes <= gatherBytes_) return kOk;
-    if (gather_ != nullptr) CC_CUDA_CHECK(cudaFreeAsync(gather_, stream));
-    gather_ = nullptr;
-    gatherBytes_ = 0;
-    CC_CUDA_CHECK(cudaMallocAsync(&gather_, bytes, stream));
-    gatherBytes_ = bytes;
+  // A kernel's scratch in device memory (the one-shot's gather buffer, Direct's reduction chunk),
+  // grown on first need and kept.
+  struct Scratch {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+
+  // `s` holds at least `bytes`. Grown in stream order, after the launches already ordered before
+  // `stream` (orderAfterLastLaunch): a kernel still running on the old buffer keeps it, and no call
+  // waits for the device, where a peer's kernel may be spinning on this rank. Called under launchMu_.
+  static Status growScratch(Scratch* s, size_t bytes, cudaStream_t stream) {
+    if (bytes <= s->bytes) return kOk;
+    if (s->ptr != nullptr) CC_CUDA_CHECK(cudaFreeAsync(s->ptr, stream));
+    s->ptr = nullptr;
+    s->bytes = 0;
+    CC_CUDA_CHECK(cudaMallocAsync(&s->ptr, bytes, stream));
+    s->bytes = bytes;
     return kOk;
   }
 
@@ -347,13 +386,18 @@ class CudaExecutor final : public Executor {
   // The device copy of per-peer connection `host` (core's view of a point-to-point connection, of
   // a per-peer collective one, or of a tree one, made on first use): the kernels advance its step
   // counters there from one launch to the next, as the channels' (see mirrorChannels). Made from the host view the
-  // first time the connection is used, which is before any kernel has moved a step on it. Never a
-  // ring channel's connection, whose copy mirrorChannels made (two copies would each count steps).
+  // first time the connection is used, which is before any kernel has moved a step on it. A ring
+  // channel's connection (two ranks' per-peer ones are channel 0's) gets the copy mirrorChannels
+  // made: two copies would each count steps.
   // Allocated in stream order: a peer's kernel may already spin on this rank, and a plain
   // cudaMalloc may order this rank's next launch behind it (CUDA's implicit synchronisation).
   // Called under launchMu_.
   template <class Conn>
   Status mirrored(Conn* host, Conn** device) {
+    if (const auto channel = channelCopies_.find(host); channel != channelCopies_.end()) {
+      *device = static_cast<Conn*>(channel->second);
+      return kOk;
+    }
     void*& copy = p2pMirrors_[host];
     if (copy == nullptr) {
       void* made = nullptr;
@@ -413,6 +457,10 @@ class CudaExecutor final : public Executor {
     CC_CUDA_CHECK(cudaMalloc(&deviceConns_, bytes));
     CC_CUDA_CHECK(cudaMemcpyAsync(deviceConns_, image.data(), bytes, cudaMemcpyHostToDevice, ctrlStream_));
     CC_CUDA_CHECK(cudaStreamSynchronize(ctrlStream_));
+    for (int c = 0; c < nChannels_ && nranks_ > 1; ++c) {
+      channelCopies_[channels[c].send] = deviceSend() + c;
+      channelCopies_[channels[c].recv] = deviceRecv() + c;
+    }
     return kOk;
   }
 
@@ -450,13 +498,16 @@ class CudaExecutor final : public Executor {
   std::vector<int> ringPos_;
   std::vector<uint32_t*> ownStates_;  // this rank's PeerState words, in device memory
   std::unordered_map<const void*, void*> p2pMirrors_;  // a per-peer or tree SendConn/RecvConn: its device copy
+  // A ring channel's host SendConn/RecvConn: its copy in deviceConns_ (mirrorChannels), which
+  // mirrored() hands out too (two ranks' per-peer connections are channel 0's).
+  std::unordered_map<const void*, void*> channelCopies_;
   // The channels' tree links with device copies of their connections, for the trees at devTreesOf_
   // (the communicator's, connected once), made by runTree for its first devTreeChannels_ channels.
   std::array<TreeLinks, kCudaMaxChannels> devTrees_{};
   const TreeLinks* devTreesOf_ = nullptr;
   int devTreeChannels_ = 0;
-  void* gather_ = nullptr;  // the one-shot's gather buffer (growGather)
-  size_t gatherBytes_ = 0;
+  Scratch gather_;       // the one-shot's gather buffer
+  Scratch directChunk_;  // Direct's reduction chunk (DirectWork::chunk)
   cudaStream_t ctrlStream_ = nullptr;
   cudaEvent_t orderEvent_ = nullptr;
   FusedLaunch fused_;  // where ranks sharing this device launch as one (COLLCOMM_GPU_FUSED_LAUNCH)

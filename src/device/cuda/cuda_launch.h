@@ -47,7 +47,7 @@ Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream
 // `stream` and returns without waiting; status and pointers as cudaLaunchCollective. Ranks whose
 // calls differ fail the kernel with kSizeMismatch (got: the peer's count, expected: this rank's).
 // Errors (nothing queued): kInvalidArgument outside CudaDirectArgs' contract, kCudaError when the
-// launch fails. Not yet called by the CUDA executor. Control tier; thread-safe.
+// launch fails. The CUDA executor's runDirect calls it. Control tier; thread-safe.
 Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream);
 
 // Append the host handles of every kernel the point-to-point, one-shot and Direct launchers may

@@ -162,8 +162,8 @@ class CudaPlatform {
   // space, and with peer access on, a peer GPU's buffer is loaded and stored through the peer's
   // own pointer: that is what peerPointer returns, and what the copies read and write. Ranks in
   // other processes would need their buffers mapped (CUDA IPC: a cudaIpcGetMemHandle of each
-  // buffer, exchanged, cudaIpcOpenMemHandle here) and their addresses translated: not wired, as
-  // the CUDA executor does not run Direct yet (direct_kernel.cu).
+  // buffer, exchanged, cudaIpcOpenMemHandle here) and their addresses translated: not done (the
+  // planner takes Direct only where every rank is on one device, core/init.cc).
   __device__ const void* peerPointer(int, const void* remote) const { return remote; }
   // The block's threads copy (16-byte packs where aligned), then meet at a barrier: on return the
   // copy is complete and ordered before thread 0's next publish (a release, cumulative).

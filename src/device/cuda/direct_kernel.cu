@@ -1,13 +1,13 @@
 // The CUDA executor's Direct kernel: one thread block runs the portable single-copy AllGather,
 // Broadcast, ReduceScatter and AllReduce (collectives/direct.h) with CudaPlatform, whose
 // peer-memory hooks load and store a peer's buffers through its pointers (ranks of one process);
-// for the (type, reduction) pairs DirectPairs lists, and its launcher.
+// for every data type and reachable reduction (ReachableTypeOp), and its launcher.
 //
-// Status: compiled for every architecture of the build (CI's CUDA build), not yet called: the
-// planner does not pick Direct for GPU communicators, the CUDA executor has no device-visible
-// per-peer connections nor the reduction chunk (CudaDirectArgs), peer access between the ranks'
-// devices is not enabled for it, and ranks in other processes would need CUDA IPC mappings of
-// their buffers (CudaPlatform::peerPointer). It has never run on a GPU.
+// Launched by the CUDA executor (runDirect) when the plan says Direct, which the GPU planner does
+// only when forced (COLLCOMM_ALGO=Direct) and where every rank is on one device, so that a peer's
+// buffer is read through its own pointer. Ranks on several GPUs would need their peer access
+// checked, and ranks in other processes CUDA IPC mappings of their buffers
+// (CudaPlatform::peerPointer): neither is done. Written 2026-11-28; it has never run on a GPU.
 #include <cuda_runtime.h>
 
 #include "collectives/direct.h"
@@ -66,35 +66,21 @@ struct DirectKernel {
   static const void* get() { return reinterpret_cast<const void*>(&cudaDirectKernel<T, Fn>); }
 };
 
-// Which (type, reduction) pairs are compiled while the kernel is not wired: every reduction float
-// can reach and Sum on every type, 16 kernels that exercise every functor float uses and every
-// element type (43 s of nvcc for sm_90 here; 107 s before directExchange went out of line). Each
-// kernel is CI time spent on code nothing calls yet: the full table (ReachableTypeOp) comes with
-// the executor's wiring.
-struct DirectPairs {
-  static constexpr bool has(ccDataType_t dtype, RedOpKind op) {
-    return (op == RedOpKind::kSum || dtype == ccFloat32) && redOpKindReachable(dtype, op);
-  }
-};
-static_assert(typeOpCount<DirectPairs>() == ccNumTypes + kRedOpKindCount - 2,
-              "the Direct kernel is compiled for Sum on every type and every reachable reduction on float only");
-
 }  // namespace
 
-void cudaDirectKernels(std::vector<const void*>* out) { appendKernels<DirectKernel, DirectPairs>(out); }
+void cudaDirectKernels(std::vector<const void*>* out) { appendKernels<DirectKernel, ReachableTypeOp>(out); }
 
 Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream) {
   const bool reduces = args.kind == CollKind::kAllReduce || args.kind == CollKind::kReduceScatter;
   // AllGather and Broadcast move bytes: the (uint8, sum) kernel serves every type.
-  const void* kernel = reduces ? kernelForTypeOp<DirectKernel, DirectPairs>(args.dtype, args.op.kind)
-                               : kernelForTypeOp<DirectKernel, DirectPairs>(ccUint8, RedOpKind::kSum);
+  const void* kernel = reduces ? kernelForTypeOp<DirectKernel, ReachableTypeOp>(args.dtype, args.op.kind)
+                               : kernelForTypeOp<DirectKernel, ReachableTypeOp>(ccUint8, RedOpKind::kSum);
   if (!directRuns(args.kind) || kernel == nullptr || dtypeSize(args.dtype) == 0 || args.nranks < 1 ||
       args.nranks > kCudaMaxDirectRanks || args.rank < 0 || args.rank >= args.nranks || !cudaWaitArgsOk(args) ||
       (reduces && args.chunk == nullptr))
     return CC_ERROR(Status::kInvalidArgument,
                     "CUDA launch of Direct %s (type %d, reduction %d) on rank %d of %d with %d threads (status %p, "
-                    "chunk %p): a collective Direct runs, a type and reduction this build compiles (Sum on every "
-                    "type, every reduction on float), ranks 1..%d, threads a "
+                    "chunk %p): a collective Direct runs, a known type and reduction, ranks 1..%d, threads a "
                     "multiple of 32 in %d..%d, a status word and, to reduce, a chunk are required",
                     collName(args.kind), static_cast<int>(args.dtype), static_cast<int>(args.op.kind), args.rank,
                     args.nranks, args.nthreads, static_cast<void*>(args.status), args.chunk, kCudaMaxDirectRanks,

@@ -110,6 +110,28 @@ TEST(GpuModelPlan, KeepsWithinTheConnectedChannelsAndWhatIsForced) {
             Algorithm::kRing);
 }
 
+// Direct on a GPU communicator: only when forced, and only where its ranks read each other's
+// buffers (every rank on one device, core/init.cc); forced elsewhere, or for a collective without
+// Direct, the planner's own choice. Never the default.
+TEST(GpuModelPlan, DirectOnlyWhenForcedWhereTheRanksReachEachOther) {
+  constexpr auto kIn = DirectReach::kInProcess, kNone = DirectReach::kNone;
+  TunerConfig direct;
+  direct.forcedAlgo = static_cast<int>(Algorithm::kDirect);
+  for (CollKind k : {CollKind::kAllGather, CollKind::kBroadcast, CollKind::kReduceScatter, CollKind::kAllReduce}) {
+    for (size_t bytes : {size_t{0}, size_t{8}, size_t{1} << 30}) {
+      const CollPlan p = planGpuCollective(direct, k, bytes, 4, 32, true, nullptr, kIn);
+      EXPECT_EQ(p.algo, Algorithm::kDirect) << collName(k) << " " << bytes;
+      EXPECT_EQ(p.proto, Protocol::kSimple);
+      EXPECT_EQ(p.nChannels, 1);
+      EXPECT_EQ(planGpuCollective(direct, k, bytes, 2, 32, true, nullptr, kIn).algo, Algorithm::kDirect);
+      EXPECT_NE(planGpuCollective(direct, k, bytes, 4, 32, true, nullptr, kNone).algo, Algorithm::kDirect);
+      EXPECT_NE(planGpuCollective(TunerConfig{}, k, bytes, 4, 32, true, nullptr, kIn).algo, Algorithm::kDirect);
+    }
+  }
+  EXPECT_EQ(planGpuCollective(direct, CollKind::kReduce, 8, 4, 32, true, nullptr, kIn).algo, Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(direct, CollKind::kAllReduce, 8, 1, 32, true, nullptr, kIn).algo, Algorithm::kRing);
+}
+
 // What ccGroupSimulateEnd prices on a GPU communicator: the two-rank one-shot as a two-rank
 // Broadcast (one hop, the whole input); Direct and the one-shot on more ranks not at all.
 TEST(GpuModelPlan, TheOneShotIsPricedAsOneHopAndDirectNotAtAll) {
