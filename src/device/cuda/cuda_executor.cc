@@ -162,6 +162,20 @@ class CudaExecutor final : public Executor {
     return kOk;
   }
 
+  // What the one-block kernels over per-peer connections (one-shot, Direct) share: the work, the
+  // waits, this rank, and device copies of its connections to every peer. Called under launchMu_.
+  Status fillPeerArgs(const ExecColl& c, CudaPeerCollArgs* a) {
+    static_cast<CollWork&>(*a) = collWorkOf(c, nranks_);
+    static_cast<CudaWaitArgs&>(*a) = waitArgs();
+    a->rank = rank_;
+    for (int p = 0; p < nranks_; ++p) {
+      if (p == rank_) continue;
+      CC_CHECK(mirrored(c.peers[p].send, &a->peers[p].send));
+      CC_CHECK(mirrored(c.peers[p].recv, &a->peers[p].recv));
+    }
+    return kOk;
+  }
+
   // AllReduce one-shot on more than two ranks (one_shot_kernel.cu): one block gathers every peer's
   // input over the per-peer connections core made (c.peers) into the gather buffer and reduces in
   // rank order.
@@ -173,16 +187,9 @@ class CudaExecutor final : public Executor {
                       collName(c.kind), rank_, nranks_, kCudaMaxOneShotRanks);
     auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaOneShotArgs a{};
-    static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
-    static_cast<CudaWaitArgs&>(a) = waitArgs();
-    a.rank = rank_;
     ScopedDevice on(device_);
     std::lock_guard<std::mutex> lock(launchMu_);
-    for (int p = 0; p < nranks_; ++p) {
-      if (p == rank_) continue;
-      CC_CHECK(mirrored(c.peers[p].send, &a.peers[p].send));
-      CC_CHECK(mirrored(c.peers[p].recv, &a.peers[p].recv));
-    }
+    CC_CHECK(fillPeerArgs(c, &a));
     CC_CHECK(orderAfterLastLaunch(stream));
     CC_CHECK(growScratch(&gather_, static_cast<size_t>(nranks_) * c.count * dtypeSize(c.dtype), stream));
     a.gather = gather_.ptr;
@@ -203,17 +210,10 @@ class CudaExecutor final : public Executor {
                       collName(c.kind), rank_, nranks_, kCudaMaxDirectRanks);
     auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
     CudaDirectArgs a{};
-    static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
-    static_cast<CudaWaitArgs&>(a) = waitArgs();
-    a.rank = rank_;
     a.builtinOp = c.builtinOp;
     ScopedDevice on(device_);
     std::lock_guard<std::mutex> lock(launchMu_);
-    for (int p = 0; p < nranks_; ++p) {
-      if (p == rank_) continue;
-      CC_CHECK(mirrored(c.peers[p].send, &a.peers[p].send));
-      CC_CHECK(mirrored(c.peers[p].recv, &a.peers[p].recv));
-    }
+    CC_CHECK(fillPeerArgs(c, &a));
     CC_CHECK(orderAfterLastLaunch(stream));
     if (c.kind == CollKind::kAllReduce || c.kind == CollKind::kReduceScatter) {
       CC_CHECK(growScratch(&directChunk_, static_cast<size_t>(nranks_) * directChunkBytes(nranks_), stream));
