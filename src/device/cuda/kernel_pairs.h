@@ -13,11 +13,8 @@
 
 namespace collcomm::detail {
 
-// Selections: a type with `static constexpr bool has(ccDataType_t, RedOpKind)`.
-struct EveryTypeOp {
-  static constexpr bool has(ccDataType_t, RedOpKind) { return true; }
-};
-// The pairs an operation can ask for (redOpKindReachable): the full tables.
+// Selections: a type with `static constexpr bool has(ccDataType_t, RedOpKind)`. The pairs an
+// operation can ask for (redOpKindReachable): every kernel family's.
 struct ReachableTypeOp {
   static constexpr bool has(ccDataType_t dtype, RedOpKind op) { return redOpKindReachable(dtype, op); }
 };

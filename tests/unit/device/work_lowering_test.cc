@@ -136,7 +136,10 @@ struct FakeKernel {
   }
 };
 
-// The Direct kernel's selection (direct_kernel.cu).
+// Selections of the walk's own: every pair, and Sum on every type with every reduction on float.
+struct EveryTypeOp {
+  static constexpr bool has(ccDataType_t, RedOpKind) { return true; }
+};
 struct SumEverywhereAllOnFloat {
   static constexpr bool has(ccDataType_t d, RedOpKind o) { return o == RedOpKind::kSum || d == ccFloat32; }
 };
