@@ -215,7 +215,7 @@ class CudaExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(launchMu_);
     CC_CHECK(fillPeerArgs(c, &a));
     CC_CHECK(orderAfterLastLaunch(stream));
-    if (c.kind == CollKind::kAllReduce || c.kind == CollKind::kReduceScatter) {
+    if (collReduces(c.kind)) {
       CC_CHECK(growScratch(&directChunk_, static_cast<size_t>(nranks_) * directChunkBytes(nranks_), stream));
       a.chunk = directChunk_.ptr;
     }
