@@ -14,6 +14,7 @@
 #include "device/cuda/cuda_launch.h"
 #include "device/cuda/cuda_platform.cuh"
 #include "device/cuda/kernel_pairs.h"
+#include "device/cuda/peer_conn_copies.cuh"
 #include "device/dtypes.h"
 
 namespace collcomm::detail {
@@ -26,39 +27,20 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaDirectKernel(const __grid
   __shared__ uint32_t blockFailed;
   __shared__ DirectDesc descs[kCudaMaxDirectRanks];
   __shared__ uint64_t tokens[kCudaMaxDirectRanks];
-  // Thread-private copies of the connections, taken before the barrier so that thread 0's
-  // write-back at the end cannot overtake a sibling's read.
-  SendConn sends[kCudaMaxDirectRanks];
-  RecvConn recvs[kCudaMaxDirectRanks];
-  ExecPeerConn peers[kCudaMaxDirectRanks];
+  PeerConnCopies conns;
   ExecTransfer transfers[2 * (kCudaMaxDirectRanks - 1)];
-  const int n = args.nranks, self = args.rank;
-  for (int p = 0; p < n; ++p) {
-    if (p == self) continue;
-    sends[p] = *args.peers[p].send;
-    recvs[p] = *args.peers[p].recv;
-    peers[p] = ExecPeerConn{&sends[p], &recvs[p]};
-  }
+  const int self = args.rank;
+  conns.take(args);
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
   CudaPlatform plat(args, &blockFailed);
   const Fn fn(args.op.opArg);
-  const DirectWork w = directWorkOf(args, args.builtinOp, self, peers, descs, tokens, transfers, args.chunk);
+  const DirectWork w = directWorkOf(args, args.builtinOp, self, conns.peers, descs, tokens, transfers, args.chunk);
   const DirectResult r = directCollective<T>(plat, fn, w);
   if (r.mismatch >= 0)
-    plat.fail(ccInvalidUsage, CudaFailReason::kSizeMismatch, recvs[r.mismatch].peer, "the same call",
+    plat.fail(ccInvalidUsage, CudaFailReason::kSizeMismatch, conns.recvs[r.mismatch].peer, "the same call",
               descs[r.mismatch].count, descs[self].count);
-  // No barrier from here on: threads that failed may already have left.
-  for (int p = 0; p < n; ++p) {
-    if (p == self) continue;
-    if (!r.done) {
-      CudaPlatform::leave(sends[p].peer, self, kGoneFailed);
-      CudaPlatform::leave(recvs[p].peer, self, kGoneFailed);
-    }
-    if (threadIdx.x != 0) continue;
-    args.peers[p].send->simpleStep = sends[p].simpleStep;
-    args.peers[p].recv->simpleStep = recvs[p].simpleStep;
-  }
+  conns.finish(args, r.done);
 }
 
 template <class T, class Fn>

@@ -12,6 +12,7 @@
 #include "device/cuda/cuda_launch.h"
 #include "device/cuda/cuda_platform.cuh"
 #include "device/cuda/kernel_pairs.h"
+#include "device/cuda/peer_conn_copies.cuh"
 #include "device/dtypes.h"
 
 namespace collcomm::detail {
@@ -22,36 +23,16 @@ namespace {
 template <class T, class Fn>
 __global__ void __launch_bounds__(kCudaMaxThreads) cudaOneShotKernel(const __grid_constant__ CudaOneShotArgs args) {
   __shared__ uint32_t blockFailed;
-  // Thread-private copies of the connections, taken before the barrier so that thread 0's
-  // write-back at the end cannot overtake a sibling's read.
-  SendConn sends[kCudaMaxOneShotRanks];
-  RecvConn recvs[kCudaMaxOneShotRanks];
-  ExecPeerConn peers[kCudaMaxOneShotRanks];
+  PeerConnCopies conns;
   ExecTransfer transfers[2 * (kCudaMaxOneShotRanks - 1)];
-  const int n = args.nranks, self = args.rank;
-  for (int p = 0; p < n; ++p) {
-    if (p == self) continue;
-    sends[p] = *args.peers[p].send;
-    recvs[p] = *args.peers[p].recv;
-    peers[p] = ExecPeerConn{&sends[p], &recvs[p]};
-  }
+  conns.take(args);
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
   CudaPlatform plat(args, &blockFailed);
   const Fn fn(args.op.opArg);
-  const OneShotWork w{args.sendbuff, args.recvbuff, args.count, self, n, peers, args.gather, transfers};
-  const bool done = oneShotAllReduceAny<T>(plat, fn, w);
-  // No barrier from here on: threads that failed may already have left.
-  for (int p = 0; p < n; ++p) {
-    if (p == self) continue;
-    if (!done) {
-      CudaPlatform::leave(sends[p].peer, self, kGoneFailed);
-      CudaPlatform::leave(recvs[p].peer, self, kGoneFailed);
-    }
-    if (threadIdx.x != 0) continue;
-    args.peers[p].send->simpleStep = sends[p].simpleStep;
-    args.peers[p].recv->simpleStep = recvs[p].simpleStep;
-  }
+  const OneShotWork w{args.sendbuff, args.recvbuff, args.count,  args.rank,
+                      args.nranks,   conns.peers,   args.gather, transfers};
+  conns.finish(args, oneShotAllReduceAny<T>(plat, fn, w));
 }
 
 template <class T, class Fn>
