@@ -2,15 +2,16 @@
 # net_ofi_compare.sh - allreduce over loopback, 2 processes pinned one per core: collcomm's NET
 # transport over its socket backend and over libfabric (COLLCOMM_NET=ofi; tcp;ofi_rxm on 1.17), beside Open
 # MPI over the same libfabric (pml cm, mtl ofi, provider tcp;ofi_rxm on lo) and Open MPI TCP (btl
-# tcp), in one run; the cases alternate (A B C D, then D C B A, ...) so that other programs' load
-# falls on all of them, and the table gives medians (docs/net.md, "The OFI backend").
+# tcp) and the loopback floor (tcp-floor: socket_floor.cc's two-rank allreduce with the fewest
+# copies and no library), in one run; the cases alternate (A B C D, then D C B A, ...) so that other
+# programs' load falls on all of them, and the table gives medians (docs/net.md, "The OFI backend").
 #
 #   bash perf/compare/net_ofi_compare.sh
 #   SIZES=1M,16M REPS=2 CASES=cc-socket,cc-ofi bash perf/compare/net_ofi_compare.sh
 #
 # Environment (defaults in brackets): BUILD_DIR [$REPO/build] (all_reduce_perf and ccrun built
 # there), SIZES [8,64K,1M,16M,256M], REPS [4] (rounds; each runs every case once),
-# CASES [cc-socket,cc-ofi,ompi-ofi,ompi-tcp], OUT_DIR [/tmp/collcomm-net-ofi] (raw outputs),
+# CASES [cc-socket,cc-ofi,ompi-ofi,ompi-tcp,tcp-floor], OUT_DIR [/tmp/collcomm-net-ofi] (raw outputs),
 # CC_LIB_B: a folder holding another libcollcomm.so.0 to run as case cc-ofi-b (LD_LIBRARY_PATH),
 # for before/after comparisons in the same run; FABRIC_LIB: a folder holding another libfabric.so.1
 # (a newer release built from source, say) to run collcomm and Open MPI over as cases cc-ofi-fab
@@ -25,7 +26,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 SIZES="${SIZES:-8,64K,1M,16M,256M}"
 REPS="${REPS:-4}"
-CASES="${CASES:-cc-socket,cc-ofi,ompi-ofi,ompi-tcp}"
+CASES="${CASES:-cc-socket,cc-ofi,ompi-ofi,ompi-tcp,tcp-floor}"
 OUT_DIR="${OUT_DIR:-/tmp/collcomm-net-ofi}"
 mkdir -p "$OUT_DIR/raw"
 [[ -n "${CC_LIB_B:-}" ]] && CASES="$CASES,cc-ofi-b"
@@ -36,6 +37,12 @@ FABRIC_PROV=""
 bash "$HERE/peers/install_packages.sh" "$OUT_DIR/apt.log" openmpi-bin libopenmpi-dev
 bash "$HERE/peers/build.sh" "$OUT_DIR/peers" "$OUT_DIR/peers" ompi >/dev/null || echo "Open MPI's benchmark did not build" >&2
 MPI_BENCH="$OUT_DIR/peers/mpi_bench.openmpi"
+# The tcp-floor case: the two-rank allreduce with the fewest copies loopback TCP allows and nothing
+# else (socket_floor.cc -m allreduce), what every case here sits on from 64 KiB up (below, its
+# exchange, not built for latency, is slower than collcomm's).
+FLOOR="$OUT_DIR/peers/socket_floor"
+[[ -x "$FLOOR" && ! "$FLOOR" -ot "$HERE/socket_floor.cc" ]] ||
+  g++ -O2 -std=c++17 -pthread -o "$FLOOR" "$HERE/socket_floor.cc" || echo "socket_floor did not build" >&2
 OMPI=(timeout 600 mpirun --allow-run-as-root -np 2 --bind-to core --map-by core)
 CC_ENV=(COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1 COLLCOMM_SOCKET_IFNAME=lo)
 
@@ -57,6 +64,13 @@ ompi_ofi() {  # size_bytes mpirun_options...
     "$MPI_BENCH" -o allreduce -s "$size" -t 0.1 -m 3 -n 1000
 }
 
+# socket_floor's median time as Open MPI's benchmark prints a row (two ranks: busbw = algbw).
+floor_allreduce() {  # size_bytes
+  local n=$((100000 / ($1 / 4096 + 10) + 3)) t
+  t=$(timeout 600 "$FLOOR" -b "$1" -n "$n" -w $((n / 10 + 1)) -m allreduce | sed -n 's/.*median \([0-9.]*\) us.*/\1/p')
+  [[ -n "$t" ]] && awk -v b="$1" -v t="$t" 'BEGIN { bw = b / t / 1000; printf "allreduce %d - - %s %.3f %.3f\n", b, t, bw, bw }'
+}
+
 run_case() {  # case size_bytes -> raw output on stdout
   # About a tenth of a second of timed operations at every size, as Open MPI's benchmark runs
   # (-t 0.1): 20 operations of 1 MiB took 8 ms, and single runs then spread 1.5x.
@@ -72,6 +86,7 @@ run_case() {  # case size_bytes -> raw output on stdout
     ompi-ofi-fab) ompi_ofi "$2" -x LD_LIBRARY_PATH="$FABRIC_LIB" ${FABRIC_PROV:+-x FI_PROVIDER_PATH="$FABRIC_PROV"} ;;
     ompi-tcp) "${OMPI[@]}" --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo \
         "$MPI_BENCH" -o allreduce -s "$2" -t 0.1 -m 3 -n 1000 ;;
+    tcp-floor) floor_allreduce "$2" ;;
   esac 2>&1
 }
 
