@@ -406,6 +406,17 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     return moved;
   }
 
+  // Receiver: posts one receive of up to `cap` bytes into `buf`; false when the backend takes no
+  // more now or the connection broke (broken_).
+  bool postRecv(void* buf, size_t cap, uint32_t tag, void* mr, void** req) {
+    *req = nullptr;
+    if (!isOk(net_->irecv(comm_, 1, &buf, &cap, &tag, &mr, req))) {
+      broken_ = true;
+      return false;
+    }
+    return *req != nullptr;
+  }
+
   bool progressRecv() {
     if (const uint32_t own = __atomic_load_n(&ctrl_->receiverState, __ATOMIC_ACQUIRE); isGone(own)) {
       // This side left: the farewell tells the sender why, closing that we are gone (its sends
@@ -429,33 +440,15 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     const uint64_t head = loadAcquire(&ctrl_->simpleHead);
     while (!broken_ && sPosted_ - sDone_ < kNumSteps && sPosted_ < head + kNumSteps) {
       const uint64_t slot = sPosted_ % kNumSteps;
-      void* buf = simpleBuf_ + slot * stepBytes;
-      const size_t cap = stepBytes;
-      const uint32_t tag = kTagSimple;
-      void* req = nullptr;
-      void* mr = blockMr_;
-      if (!isOk(net_->irecv(comm_, 1, &buf, &cap, &tag, &mr, &req))) {
-        broken_ = true;
-        break;
-      }
-      if (req == nullptr) break;
-      sReq_[slot] = req;
+      if (!postRecv(simpleBuf_ + slot * stepBytes, stepBytes, kTagSimple, blockMr_, &sReq_[slot])) break;
       sPosted_++;
       moved = true;
     }
     const uint64_t llHead = loadAcquire(&ctrl_->llHead);
     const size_t lineBytes = layout_.llStepLines * sizeof(uint64_t);
     while (!broken_ && lineBytes != 0 && lPosted_ - lDone_ < kLlInFlight && lPosted_ < llHead + kLlSteps) {
-      void* buf = llStage_.data() + (lPosted_ % kLlInFlight) * layout_.llStepLines;
-      const uint32_t tag = kTagLl;
-      void* req = nullptr;
-      void* mr = stageMr_;
-      if (!isOk(net_->irecv(comm_, 1, &buf, &lineBytes, &tag, &mr, &req))) {
-        broken_ = true;
-        break;
-      }
-      if (req == nullptr) break;
-      lReq_[lPosted_ % kLlInFlight] = req;
+      const uint64_t slot = lPosted_ % kLlInFlight;
+      if (!postRecv(llStage_.data() + slot * layout_.llStepLines, lineBytes, kTagLl, stageMr_, &lReq_[slot])) break;
       lPosted_++;
       moved = true;
     }
