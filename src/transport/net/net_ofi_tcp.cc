@@ -2,7 +2,7 @@
 // the provider's name so that verbs, efa and shm never see it. Over tcp every message of a
 // connection is the provider's header and the payload, one after the other on one TCP stream, as
 // on the socket backend's control socket: so the same rule picks the Simple step that leaves in
-// whole TCP segments (net.h wholeSegmentBytes; docs/net.md, "Steps in whole segments"). Setup tier.
+// whole TCP segments (net.h wholeSegmentBytes; docs/net.md, "Whole segments over tcp"). Setup tier.
 #include <sys/socket.h>
 
 #include <string>
