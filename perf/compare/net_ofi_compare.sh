@@ -31,8 +31,10 @@ OUT_DIR="${OUT_DIR:-/tmp/collcomm-net-ofi}"
 mkdir -p "$OUT_DIR/raw"
 [[ -n "${CC_LIB_B:-}" ]] && CASES="$CASES,cc-ofi-b"
 [[ -n "${FABRIC_LIB:-}" ]] && CASES="$CASES,cc-ofi-fab,ompi-ofi-fab"
-FABRIC_PROV=""
-[[ -n "${FABRIC_LIB:-}" && -d "$FABRIC_LIB/prov" ]] && FABRIC_PROV="$FABRIC_LIB/prov"
+# A libfabric built with its providers as plugins (Intel MPI's, say) finds them in its prov/ folder
+# only when told (FI_PROVIDER_PATH): that folder of library folder $1, or nothing.
+providers_of() { [[ -n "$1" && -d "$1/prov" ]] && echo "$1/prov"; }
+FABRIC_PROV=$(providers_of "${FABRIC_LIB:-}")
 
 bash "$HERE/peers/install_packages.sh" "$OUT_DIR/apt.log" openmpi-bin libopenmpi-dev
 bash "$HERE/peers/build.sh" "$OUT_DIR/peers" "$OUT_DIR/peers" ompi >/dev/null || echo "Open MPI's benchmark did not build" >&2
@@ -48,10 +50,9 @@ CC_ENV=(COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1 COLLCOMM_SOCKET_IFNAME=lo)
 
 # collcomm's allreduce over one NET backend, libraries first looked up in $3 (may be empty).
 cc_allreduce() {  # backend size_bytes library_path iters...
-  local net="$1" size="$2" libs="$3" prov=""
+  local net="$1" size="$2" libs="$3" prov
   shift 3
-  # A libfabric built with its providers as plugins (Intel MPI's, say) finds them in prov/ only when told.
-  [[ -n "$libs" && -d "$libs/prov" ]] && prov="$libs/prov"
+  prov=$(providers_of "$libs")
   env "${CC_ENV[@]}" COLLCOMM_NET="$net" ${libs:+LD_LIBRARY_PATH="$libs"} ${prov:+FI_PROVIDER_PATH="$prov"} timeout 600 "$BUILD_DIR/tools/ccrun/ccrun" \
     -n 2 --bind core "$BUILD_DIR/perf/all_reduce_perf" -b "$size" -e "$size" -a 3 "$@"
 }
@@ -64,7 +65,8 @@ ompi_ofi() {  # size_bytes mpirun_options...
     "$MPI_BENCH" -o allreduce -s "$size" -t 0.1 -m 3 -n 1000
 }
 
-# socket_floor's median time as Open MPI's benchmark prints a row (two ranks: busbw = algbw).
+# socket_floor's median time as Open MPI's benchmark prints a row (two ranks: busbw = algbw), over
+# about 0.1 s of exchanges (the count from a rough time per exchange: 10 us + 1 us per 4 KiB).
 floor_allreduce() {  # size_bytes
   local n=$((100000 / ($1 / 4096 + 10) + 3)) t
   t=$(timeout 600 "$FLOOR" -b "$1" -n "$n" -w $((n / 10 + 1)) -m allreduce | sed -n 's/.*median \([0-9.]*\) us.*/\1/p')
