@@ -169,18 +169,14 @@ for name in "${PEER_NAMES[@]}"; do PEER_BUILD_LOG[$name]="$RAW/build-$name.log";
 log "building the peers: ${PEER_NAMES[*]}"
 ONECCL_ROOT="$ONECCL_ROOT" bash "$PEERS_DIR/build.sh" "$PB" "$RAW" "${PEER_NAMES[@]}"
 build_failures=$((build_failures + $?))
-build_tool() {  # build_tool NAME: $PB/NAME from $HERE/NAME.cc, unless it is there and newer
-  [[ -x "$PB/$1" && ! "$PB/$1" -ot "$HERE/$1.cc" ]] && return 0
-  g++ -O2 -std=c++17 -pthread -o "$PB/$1" "$HERE/$1.cc" >"$RAW/build-$1.log" 2>&1
-}
 # The VM phase probe (phase_probe.cc): run before and after every command, its round trips go
 # into the command's log ("# phase_probe before|after NS") and the report marks far runs.
 PROBE="$PB/phase_probe"
-build_tool phase_probe \
-  || { log "could not build the phase probe (see $RAW/build-phase_probe.log); runs go unprobed"; PROBE=""; }
+bash "$PEERS_DIR/build.sh" "$PB" "$RAW" probe 2>/dev/null \
+  || { log "could not build the phase probe (see $RAW/build-probe.log); runs go unprobed"; PROBE=""; }
 # The loopback TCP floor (socket_floor.cc): not run here; built for measuring what the NET rows
 # sit on (perf/compare/README.md).
-build_tool socket_floor || log "could not build socket_floor (see $RAW/build-socket_floor.log)"
+bash "$PEERS_DIR/build.sh" "$PB" "$RAW" floor 2>/dev/null || log "could not build socket_floor (see $RAW/build-floor.log)"
 
 # ------------------------------------------------------------------- 3. runs
 ROOTFLAG=()

@@ -43,8 +43,7 @@ MPI_BENCH="$OUT_DIR/peers/mpi_bench.openmpi"
 # else (socket_floor.cc -m allreduce), what every case here sits on from 64 KiB up (below, its
 # exchange, not built for latency, is slower than collcomm's).
 FLOOR="$OUT_DIR/peers/socket_floor"
-[[ -x "$FLOOR" && ! "$FLOOR" -ot "$HERE/socket_floor.cc" ]] ||
-  g++ -O2 -std=c++17 -pthread -o "$FLOOR" "$HERE/socket_floor.cc" || echo "socket_floor did not build" >&2
+bash "$HERE/peers/build.sh" "$OUT_DIR/peers" "$OUT_DIR/peers" floor >/dev/null || echo "socket_floor did not build" >&2
 OMPI=(timeout 600 mpirun --allow-run-as-root -np 2 --bind-to core --map-by core)
 CC_ENV=(COLLCOMM_P2P_DISABLE=1 COLLCOMM_SHM_DISABLE=1 COLLCOMM_SOCKET_IFNAME=lo)
 

@@ -2,10 +2,11 @@
 # build.sh - builds the peer programs (the one place their compile commands live; compare.sh and
 # run_baselines.sh both call it).
 #
-#   bash build.sh BIN_DIR LOG_DIR NAME...     NAME: ompi mpich gloo oneccl membw wake
+#   bash build.sh BIN_DIR LOG_DIR NAME...     NAME: ompi mpich gloo oneccl membw wake floor probe
 #
 # Each NAME gives BIN_DIR/<binary> (ompi: mpi_bench.openmpi, mpich: mpi_bench.mpich, gloo:
-# gloo_bench, oneccl: oneccl_bench, membw: mem_bw_probe, wake: wake_latency_probe), rebuilt only when its source,
+# gloo_bench, oneccl: oneccl_bench, membw: mem_bw_probe, wake: wake_latency_probe; and from the folder
+# above, floor: socket_floor, probe: phase_probe), rebuilt only when its source,
 # bench_common.h or mpi_sweep.h is newer, with its compiler output in LOG_DIR/build-NAME.log. A failed build
 # leaves no binary behind. Exit status: the number of failed builds.
 # oneccl builds with Open MPI's mpicxx against oneCCL in $ONECCL_ROOT (default BIN_DIR/oneccl,
@@ -28,7 +29,9 @@ for name in "$@"; do
       libs=(-L"$ONECCL_ROOT/lib" -lccl -Wl,-rpath,"$ONECCL_ROOT/lib") ;;
     membw) bin=mem_bw_probe src=mem_bw_probe.cc cmd=(g++ -O3 -march=native -std=c++20 -pthread) libs=() ;;
     wake) bin=wake_latency_probe src=wake_latency_probe.cc cmd=(g++ -O2 -std=c++20) libs=() ;;
-    *) echo "build.sh: unknown program '$name' (ompi, mpich, gloo, oneccl, membw, wake)" >&2; failed=$((failed + 1)); continue ;;
+    floor) bin=socket_floor src=../socket_floor.cc cmd=(g++ -O2 -std=c++17 -pthread) libs=() ;;
+    probe) bin=phase_probe src=../phase_probe.cc cmd=(g++ -O2 -std=c++17 -pthread) libs=() ;;
+    *) echo "build.sh: unknown program '$name' (ompi, mpich, gloo, oneccl, membw, wake, floor, probe)" >&2; failed=$((failed + 1)); continue ;;
   esac
   out="$BIN_DIR/$bin" log="$LOG_DIR/build-$name.log"
   if [[ -x "$out" && "$out" -nt "$HERE/$src" && "$out" -nt "$HERE/bench_common.h" && "$out" -nt "$HERE/mpi_sweep.h" ]]; then
