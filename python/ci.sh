@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI stage for the PyTorch backend: a virtual environment under build-py/ with torch==2.11.0
 # (pip's cache keeps the wheels between runs), this package built and installed with pip, then
-# its tests. PYTEST_ARGS narrows the run (e.g. "-k collectives").
+# its tests. PYTEST_ARGS narrows the run (e.g. "-k collectives"); COLLCOMM_PREBUILT_DIR, a build
+# folder of this repository, links the backend with the libcollcomm there instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${TORCH_VENV:-build-py/venv}

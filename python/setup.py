@@ -1,4 +1,5 @@
-"""Builds collcomm_torch._C with CMake (CMakeLists.txt here builds libcollcomm from the repository too)."""
+"""Builds collcomm_torch._C with CMake (CMakeLists.txt here builds libcollcomm from the repository too,
+or takes the one in COLLCOMM_PREBUILT_DIR)."""
 import os
 import shutil
 import subprocess
@@ -30,8 +31,11 @@ class CMakeBuild(build_ext):
         subprocess.run(["cmake", "--build", str(build), "--target", "_C", "-j", jobs], check=True, env=env)
         module = next(build.glob("_C*.so"))
         shutil.copy2(module, self.get_ext_fullpath(ext.name))
-        for lib in (build / "collcomm").glob("libcollcomm.so*"):
-            shutil.copy2(lib, out / lib.name, follow_symlinks=True)
+        # The module needs the library by its soname (libcollcomm.so.<major>, the shortest such name):
+        # one copy of it, not one per symlink.
+        library_dir = Path((build / "collcomm_library_dir.txt").read_text().strip())
+        soname = min(library_dir.glob("libcollcomm.so.*"), key=lambda p: len(p.name))
+        shutil.copy2(soname, out / soname.name, follow_symlinks=True)
 
 
 setup(ext_modules=[Extension("collcomm_torch._C", sources=[])], cmdclass={"build_ext": CMakeBuild})

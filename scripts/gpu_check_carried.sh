@@ -17,9 +17,10 @@ if [ "$BUILT_AT" != "$HERE" ]; then
   fi
   mkdir -p "$(dirname "$BUILT_AT")" && { [ -e "$BUILT_AT" ] || ln -s "$HERE" "$BUILT_AT"; } || exit 2
 fi
-# The lent machine may lack libhwloc.so.15 (the library's topology detection links it).
-ldconfig -p 2>/dev/null | grep -q libhwloc.so.15 ||
-  export LD_LIBRARY_PATH="$BUILT_AT/$BUILD_DIR/fallback-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The lent machine may lack libhwloc.so.15 (the library's topology detection links it) and
+# libcudart.so.13: the build machine's copies, after any LD_LIBRARY_PATH set (gpu_check.sh puts
+# /usr/local/cuda's first).
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$BUILT_AT/$BUILD_DIR/fallback-libs"
 OUT_DIR=${OUT:-$HERE/gpu-check-logs}
 LOGS=$(mktemp -d)/gpu-logs
 cd "$BUILT_AT" || exit 2

@@ -9,7 +9,7 @@
 #
 # The binaries hold this checkout's absolute path (RPATH, ctest's files): gpu_check_carried.sh
 # links that path to the checkout there. The tarball also carries libhwloc, which the lent machine
-# may lack. Environment: BUILD_DIR (build-gpu), CUDA_ARCHS (90), JOBS (2).
+# may lack, and libcudart. Environment: BUILD_DIR (build-gpu), CUDA_ARCHS (90), JOBS (2).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +30,8 @@ ninja -C "$BUILD_DIR" -j"${JOBS:-2}" collcomm collcomm_gpu_tests all_reduce_perf
 mkdir -p "$CARRY" "$BUILD_DIR/fallback-libs"
 hwloc=$(ldconfig -p | awk '/libhwloc\.so\.15 .*x86-64/ { print $NF; exit }')
 [ -n "$hwloc" ] && cp -L "$hwloc" "$BUILD_DIR/fallback-libs/"
+# The shared CUDA runtime the build links, for a machine with only the driver.
+cp -L /usr/local/cuda/lib64/libcudart.so.13 "$BUILD_DIR/fallback-libs/"
 echo "$ROOT" >"$BUILD_DIR/built-at"
 files=("$BUILD_DIR"/libcollcomm.so* "$BUILD_DIR"/tools/launch/libcollcomm_launch.so* "$BUILD_DIR/tests/collcomm_gpu_tests"
   "$BUILD_DIR"/tests/*.cmake "$BUILD_DIR/fallback-libs" "$BUILD_DIR/built-at")
