@@ -13,8 +13,8 @@
 # BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
 # tests, 240), SKIP_NCCL=1 (no NCCL latency through PyTorch), SKIP_TESTS=1, CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
 # COLLCOMM_TIMEOUT (20: seconds a kernel waits on a peer), RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
-# OUT (the log folder; else ./gpu-check-logs), STEPS (the sections to run, of "tests stalls copy latency fused
-# nccl algos probes sweeps"; all by default), STALL_REPEATS (4), STALL_TIMEOUT (10), STALL_ENV, STALL_ONLY, LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
+# OUT (the log folder; else ./gpu-check-logs), STEPS (the sections to run, of "tests mps stalls copy latency
+# fused nccl algos probes sweeps"; all by default), STALL_REPEATS (4), STALL_TIMEOUT (10), STALL_ENV, STALL_ONLY, LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
 # libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
 # libxml2.so.2 but no libxml2-dev: there cmake needs a copy of /usr/include/libxml2 (2.9), by
 # default looked for in build-deps/libxml2 (ignored by git, so it can be carried), or a BUILD_DIR
@@ -53,7 +53,7 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PA
 export LD_LIBRARY_PATH="$BUILD_DIR:$LD_LIBRARY_PATH"
 START=$(date +%s)
 # want <section>: whether STEPS names it (all of them when STEPS is unset).
-want() { [[ " ${STEPS:-tests stalls copy latency fused nccl algos probes sweeps} " == *" $1 "* ]]; }
+want() { [[ " ${STEPS:-tests mps stalls copy latency fused nccl algos probes sweeps} " == *" $1 "* ]]; }
 want tests || SKIP_TESTS=1
 want nccl || SKIP_NCCL=1
 FAILED=()
@@ -143,7 +143,8 @@ else
     # Only the targets the check runs; a target this tree does not define is reported, not fatal.
     known=$(ninja -C "$BUILD_DIR" -t targets all 2>/dev/null | sed 's/:.*//')
     targets=()
-    for t in collcomm collcomm_gpu_tests all_reduce_perf all_gather_perf reduce_scatter_perf gpu_copy_bw; do
+    for t in collcomm collcomm_gpu_tests collcomm_mp_tests cc_mp_worker all_reduce_perf all_gather_perf reduce_scatter_perf \
+      gpu_copy_bw; do
       if grep -qx "$t" <<<"$known"; then
         targets+=("$t")
       else
@@ -213,6 +214,37 @@ elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
 else
   TEST_SUMMARY="none: no test has the label gpu and there is no $BUILD_DIR/tests/collcomm_gpu_tests"
   failed "GPU tests: $TEST_SUMMARY"
+fi
+
+# ---- 2a. GPU ranks in two processes sharing the GPU, under an MPS control daemon of this check's
+# own (its pipe and log folders in a temporary folder; quit at the end of the step), so that
+# ProcessGpu.TwoProcessesOnOneGpuRunUnderMpsElseAreRefused runs its exact path (the GPU tests
+# above ran its refusal, without MPS). The GPU's own settings (compute mode) are left as they are.
+MPS_SUMMARY="not run"
+if want mps; then
+step "GPU ranks of two processes under MPS"
+if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+  MPS_SUMMARY="skipped: no nvidia-cuda-mps-control here"
+elif [ ! -x "$BUILD_DIR/tests/mp/collcomm_mp_tests" ]; then
+  MPS_SUMMARY="skipped: no $BUILD_DIR/tests/mp/collcomm_mp_tests"
+else
+  mps_dir=$(mktemp -d)
+  export CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" CUDA_MPS_LOG_DIRECTORY="$mps_dir/log"
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d >"$LOG_DIR/mps.log" 2>&1; then
+    timeout --kill-after=10 120 "$BUILD_DIR/tests/mp/collcomm_mp_tests" --gtest_filter='ProcessGpu.*' 2>&1 |
+      tee -a "$LOG_DIR/mps.log"
+    rc=$?
+    MPS_SUMMARY=$(grep -E "^\[  (PASSED|FAILED)  \]" "$LOG_DIR/mps.log" | tr '\n' ' ')
+    [ "$rc" != 0 ] && failed "GPU ranks under MPS: ${MPS_SUMMARY:-exit status $rc} (log: mps.log)"
+    echo quit | nvidia-cuda-mps-control >>"$LOG_DIR/mps.log" 2>&1
+  else
+    MPS_SUMMARY="skipped: the MPS control daemon did not start (log: mps.log)"
+  fi
+  cp -r "$CUDA_MPS_LOG_DIRECTORY" "$LOG_DIR/mps-daemon-log" 2>/dev/null
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+fi
+echo "$MPS_SUMMARY"
 fi
 
 # ---- 2b. First-operation stalls (issue 26): the commands whose first operations stopped at the
@@ -496,6 +528,7 @@ step "summary (logs: $LOG_DIR)"
   echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i "$GPU_DEVICE" 2>/dev/null)"
   echo "build: $BUILD_DIR"
   echo "GPU tests: $TEST_SUMMARY"
+  echo "GPU ranks under MPS: $MPS_SUMMARY"
   for l in "${STALL_LINES[@]}"; do echo "stalls: $l"; done
   [ -s "$LOG_DIR/stack.log" ] && echo "stack: $(cat "$LOG_DIR/stack.log")"
   echo "device-to-device copy: ${COPY_GBPS:-?} GB/s copied (256 MiB)"

@@ -24,8 +24,8 @@ if command -v ccache >/dev/null 2>&1; then
 fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLCOMM_CUDA=ON \
   -DCOLLCOMM_CUDA_ARCHS="${CUDA_ARCHS:-90}" -DCOLLCOMM_BUILD_TESTS=ON "${launchers[@]}" >/dev/null
-ninja -C "$BUILD_DIR" -j"${JOBS:-2}" collcomm collcomm_gpu_tests all_reduce_perf all_gather_perf \
-  reduce_scatter_perf gpu_copy_bw
+ninja -C "$BUILD_DIR" -j"${JOBS:-2}" collcomm collcomm_gpu_tests collcomm_mp_tests cc_mp_worker all_reduce_perf \
+  all_gather_perf reduce_scatter_perf gpu_copy_bw
 
 mkdir -p "$CARRY" "$BUILD_DIR/fallback-libs"
 hwloc=$(ldconfig -p | awk '/libhwloc\.so\.15 .*x86-64/ { print $NF; exit }')
@@ -34,7 +34,8 @@ hwloc=$(ldconfig -p | awk '/libhwloc\.so\.15 .*x86-64/ { print $NF; exit }')
 cp -L /usr/local/cuda/lib64/libcudart.so.13 "$BUILD_DIR/fallback-libs/"
 echo "$ROOT" >"$BUILD_DIR/built-at"
 files=("$BUILD_DIR"/libcollcomm.so* "$BUILD_DIR"/tools/launch/libcollcomm_launch.so* "$BUILD_DIR/tests/collcomm_gpu_tests"
-  "$BUILD_DIR"/tests/*.cmake "$BUILD_DIR/fallback-libs" "$BUILD_DIR/built-at")
+  "$BUILD_DIR"/tests/mp/collcomm_mp_tests "$BUILD_DIR"/tests/mp/cc_mp_worker "$BUILD_DIR"/tests/*.cmake
+  "$BUILD_DIR"/tests/mp/*.cmake "$BUILD_DIR/fallback-libs" "$BUILD_DIR/built-at")
 for b in all_reduce_perf all_gather_perf reduce_scatter_perf gpu_copy_bw; do files+=("$BUILD_DIR/perf/$b"); done
 mapfile -t testfiles < <(find "$BUILD_DIR" -name CTestTestfile.cmake)
 tar -cJf "$CARRY/gpu.tar.xz" "${files[@]}" "${testfiles[@]}"

@@ -10,6 +10,7 @@
 #include "common/futex.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "core/gpu_job.h"
 #include "core/gpu_model.h"
 #include "core/peer_info.h"
 #include "plan/rings.h"
@@ -120,26 +121,6 @@ Status agreeRingStep(ccComm* comm, Deadline deadline) {
   for (Channel& ch : comm->channels) {
     ch.send.simpleStepMax = ch.recv.simpleStepMax = static_cast<uint32_t>(ring.simpleBytes);
     ch.send.llStepLines = ch.recv.llStepLines = static_cast<uint32_t>(ring.llLines);
-  }
-  return kOk;
-}
-
-// A GPU communicator's ranks must all be GPU ranks, threads of one process (the CUDA P2P
-// transport is the only one that makes device-visible FIFOs so far).
-Status checkGpuJob(const ccComm* comm) {
-  const PeerInfo& me = comm->peers[comm->rank];
-  for (const PeerInfo& p : comm->peers) {
-    if ((p.device >= 0) != (me.device >= 0))
-      return CC_ERROR(Status::kInvalidUsage,
-                      "rank %d asked for a %s communicator but rank %d (host %s) for a %s one; every rank of a "
-                      "communicator must be on a GPU, or none",
-                      comm->rank, me.device >= 0 ? "GPU" : "host", p.rank, p.host, p.device >= 0 ? "GPU" : "host");
-    if (me.device >= 0 && p.processToken != me.processToken)
-      return CC_ERROR(Status::kInvalidUsage,
-                      "rank %d (host %s, pid %d) and rank %d (host %s, pid %d) are GPU ranks in different processes; "
-                      "GPU communicators join threads of one process so far (ccCommInitAll, or ccCommInitRank from "
-                      "threads); across processes they are not implemented yet",
-                      comm->rank, me.host, me.pid, p.rank, p.host, p.pid);
   }
   return kOk;
 }
@@ -297,7 +278,7 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
     comm->netSpinCount = 0;
   const bool gpu = config.device >= 0;
   if (gpu) {
-    CC_CHECK(checkGpuJob(comm));
+    CC_CHECK(checkGpuJob(comm->peers, rank));
     comm->mostRanksOnADevice = mostRanksOnOneDevice(comm->peers);
     describeGpuRings(comm);
   }
@@ -314,8 +295,13 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   if (gpu) {
     // Direct on a GPU communicator reads the peers' buffers through their pointers: ranks of this
     // process on this rank's device (one device: no peer access needed). Ranks on several GPUs
-    // would need every pair's peer access first, which is not checked yet: no Direct there.
-    comm->directReach = comm->mostRanksOnADevice == comm->nranks ? DirectReach::kInProcess : DirectReach::kNone;
+    // would need every pair's peer access first, which is not checked yet, and ranks of other
+    // processes their buffers' IPC handles: no Direct there.
+    const bool oneProcess = std::all_of(comm->peers.begin(), comm->peers.end(), [&](const PeerInfo& p) {
+      return p.processToken == comm->peers[rank].processToken;
+    });
+    comm->directReach =
+        oneProcess && comm->mostRanksOnADevice == comm->nranks ? DirectReach::kInProcess : DirectReach::kNone;
     CC_CHECK(makeCudaExecutor(executorSetup(comm), &comm->executor));
     logSummary(comm);
     return kOk;

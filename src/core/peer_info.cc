@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/params.h"
+#include "core/gpu_job.h"
 #include "device/executor.h"
 #include "plan/rings.h"
 
@@ -86,6 +87,7 @@ PeerInfo localPeerInfo(int rank, int device) {
     info.deviceBusId = -1;  // the planner then goes without the topology (core/gpu_model.cc)
     clearThreadLastError();
   }
+  info.deviceMps = device >= 0 && cudaDeviceUsesMps(device) ? 1 : 0;
   info.ringOrder = static_cast<int32_t>(ringOrderFromParams());
   if (const std::string id = paramStr(Param::kHostid); !id.empty())
     snprintf(info.host, sizeof(info.host), "%s", id.c_str());
@@ -121,7 +123,7 @@ bool hostOversubscribed(const std::vector<PeerInfo>& peers, int rank, int thread
 int mostRanksOnOneDevice(const std::vector<PeerInfo>& peers) {
   int most = 1;
   for (const PeerInfo& p : peers) {
-    const auto same = [&](const PeerInfo& q) { return q.processToken == p.processToken && q.device == p.device; };
+    const auto same = [&](const PeerInfo& q) { return sameGpu(q, p); };
     most = std::max(most, static_cast<int>(std::count_if(peers.begin(), peers.end(), same)));
   }
   return most;

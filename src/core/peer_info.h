@@ -22,8 +22,9 @@ PeerInfo localPeerInfo(int rank, int device);
 // kernel they share (machineHash), not by host: hosts told apart by COLLCOMM_HOSTID on one machine
 // (network namespaces) compete for the same CPUs.
 bool hostOversubscribed(const std::vector<PeerInfo>& peers, int rank, int threadsPerProcess = 0);
-// The most ranks that one device of one process runs (at least 1): ranks sharing a GPU split its
-// blocks between them, and the planner chooses for them from measurements of their own.
+// The most ranks that one GPU runs (at least 1; core/gpu_job.h sameGpu, processes under MPS
+// included): ranks sharing a GPU split its blocks between them, and the planner chooses for them
+// from measurements of their own.
 int mostRanksOnOneDevice(const std::vector<PeerInfo>& peers);
 
 }  // namespace collcomm::detail

@@ -28,6 +28,8 @@ Status cudaDeviceBusId(int device, int64_t*) {
   return CC_ERROR(Status::kInvalidUsage, "CUDA device %d has no bus id in a build without CUDA", device);
 }
 
+bool cudaDeviceUsesMps(int) { return false; }
+
 ScopedDevice::ScopedDevice(int) {}
 ScopedDevice::~ScopedDevice() = default;
 

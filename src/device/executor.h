@@ -200,6 +200,8 @@ Status checkCudaDevice(int device, const char* what);
 // The PCI bus id of CUDA device `device` (topo/system.h's encoding), for finding it in the
 // topology; an error with a sentence where CUDA cannot say (or the build has no CUDA).
 Status cudaDeviceBusId(int device, int64_t* busId);
+// Whether CUDA's MPS shares device `device` among processes (false where CUDA cannot say).
+bool cudaDeviceUsesMps(int device);
 
 // Makes this thread's current CUDA device `device` until the guard ends (init and launches run on
 // whatever thread the user or the worker gives them).

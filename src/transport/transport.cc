@@ -1,5 +1,5 @@
-// The table of built-in transports, in order of preference: GPUs of one process, same process,
-// same host, network.
+// The table of built-in transports, in order of preference: GPUs of one process, GPUs of one host,
+// same process, same host, network.
 #include "transport/transport.h"
 
 namespace collcomm::detail {
@@ -7,7 +7,7 @@ namespace collcomm::detail {
 namespace {
 const TransportOps* const kTable[] = {
 #if CC_HAVE_CUDA
-    &kCudaP2pTransport,
+    &kCudaP2pTransport, &kCudaIpcTransport,
 #endif
     &kP2pTransport, &kShmTransport, &kNetTransport};
 }

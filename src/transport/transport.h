@@ -26,6 +26,9 @@ struct PeerInfo {
   // The device's PCI bus id (topo/system.h's encoding; -1 for host ranks, or where CUDA cannot
   // tell): names one GPU alike in every process, whatever CUDA_VISIBLE_DEVICES numbers it.
   int64_t deviceBusId;
+  // 1 when CUDA's MPS shares the device among processes (their kernels then run at the same time;
+  // core/gpu_job.h), else 0.
+  int32_t deviceMps;
   char host[64];
   int32_t ringOrder;      // the COLLCOMM_RING_ORDER this rank plans rings with (plan/rings.h)
   uint64_t cpuMask[16];   // the CPUs the rank's thread may run on at init (first 1024)
@@ -91,8 +94,10 @@ struct TransportOps {
 extern const TransportOps kP2pTransport;
 extern const TransportOps kShmTransport;
 extern const TransportOps kNetTransport;  // transport/net/net_transport.cc
-// GPU ranks of one process (transport/cuda/); only in builds with CUDA (CC_HAVE_CUDA).
+// GPU ranks of one process, and of several processes of one host (transport/cuda/); only in builds
+// with CUDA (CC_HAVE_CUDA).
 extern const TransportOps kCudaP2pTransport;
+extern const TransportOps kCudaIpcTransport;
 
 // Transports in order of preference.
 const TransportOps* const* transportTable(int* count);

@@ -6,11 +6,12 @@
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
 // environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
 // sweep, p2p, die, die-mid, linkdown, once, rings, bench, latency, threads, leave, hang (see the functions
-// below).
+// below), gpu (mp/gpu_ranks.h).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
 // 2 for bad command-line use; 3 (die scenarios, also with a FAIL line) when everything held except
-// that the error sentence named another rank than the dead one; 9 is the rank the die scenarios
+// that the error sentence named another rank than the dead one; 4 (gpu) when init refused the job,
+// after a "REFUSED: why" line; 9 is the rank the die scenarios
 // kill on purpose; 124 from the watchdog (the scenario did not finish in time).
 #include <sys/resource.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "collcomm.h"
+#include "mp/gpu_ranks.h"
 #include "support/coll_check.h"
 #include "support/op_signal.h"
 #include "support/plan_rings.h"
@@ -585,7 +587,7 @@ int workerMain(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
     fprintf(stderr,
-            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|rings|bench|threads|leave|hang --nranks=N "
+            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|rings|bench|threads|leave|hang|gpu --nranks=N "
             "--rank=R "
             "[--id=HEX|commid]\n"
             "       [--watchdog=SECONDS]\n"
@@ -616,6 +618,20 @@ int workerMain(int argc, char** argv) {
   if (a.scenario == "leave") {
     Watchdog dog(a.watchdogSeconds, g_label);
     return runLeave(id, a.rank);
+  }
+  // `gpu`: a GPU rank (its own init, on CC_MP_GPU_DEVICE). A refusal at init prints "REFUSED: why"
+  // and exits 4, for the driver to judge.
+  if (a.scenario == "gpu") {
+    Watchdog dog(a.watchdogSeconds, g_label);
+    std::string refusal;
+    const std::string why = runGpuRank(id, a.rank, a.nranks, &refusal);
+    if (!refusal.empty()) {
+      say("REFUSED: %s", refusal.c_str());
+      return 4;
+    }
+    if (!why.empty()) return fail(why);
+    say("AllReduce, AllGather and ReduceScatter of 1 to 1M int32 on GPU ranks of %d processes exact", a.nranks);
+    return 0;
   }
   int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"      ? runSweep
                                         : a.scenario == "p2p"      ? runP2p

@@ -547,6 +547,13 @@ Status cudaDeviceBusId(int device, int64_t* busId) {
   return kOk;
 }
 
+bool cudaDeviceUsesMps(int device) {
+  int mps = 0;
+  if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device) == cudaSuccess) return mps != 0;
+  (void)cudaGetLastError();
+  return false;
+}
+
 ScopedDevice::ScopedDevice(int device) {
   if (device < 0) return;
   int current = -1;

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "device/executor.h"
+#include "transport/cuda/fifo_setup_stream.h"
 #include "transport/transport.h"
 
 namespace collcomm::detail {
@@ -44,24 +45,6 @@ class CudaFifoMemory final : public FifoMemory {
  private:
   CudaBlock* block_;
 };
-
-// One non-blocking stream per device for clearing FIFOs, made once and kept for the process: a
-// stream per FIFO made hundreds per communicator, and every stream made moves the round-robin
-// that maps streams onto the device's hardware queues (where two ranks' streams sharing a queue
-// would order one rank's kernels behind the other's).
-cudaError_t setupStream(int device, cudaStream_t* out) {
-  constexpr int kMaxDevices = 64;
-  static std::mutex mu;
-  static cudaStream_t streams[kMaxDevices] = {};
-  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
-  std::lock_guard<std::mutex> lock(mu);
-  if (streams[device] == nullptr) {
-    const cudaError_t err = cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking);
-    if (err != cudaSuccess) return err;
-  }
-  *out = streams[device];
-  return cudaSuccess;
-}
 
 bool cudaCanConnect(const PeerInfo& self, const PeerInfo& peer) {
   return self.device >= 0 && peer.device >= 0 && self.processToken == peer.processToken;
@@ -122,7 +105,7 @@ Status cudaCreateFifo(const FifoLayout& layout, const PeerInfo& self, const Peer
   if (block->hostMemory) {
     err = cudaHostAlloc(&block->base, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
   } else {
-    err = setupStream(self.device, &stream);
+    err = fifoSetupStream(self.device, &stream);
     if (err == cudaSuccess) err = fifoPool(self.device, peer.device, &pool);
     if (err == cudaSuccess) err = cudaMallocFromPoolAsync(&block->base, bytes, pool, stream);
   }

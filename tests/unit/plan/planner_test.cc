@@ -465,20 +465,27 @@ TEST(Oversubscription, ProxyThreadsCountOncePerProcess) {
   EXPECT_TRUE(hostOversubscribed(twoHosts, 1, 1));
 }
 
-// The most ranks one device of one process runs: every rank reads the same answer, whichever
-// device its own rank is on (rank 2 alone on device 1 still plans for device 0's three).
+// The most ranks one GPU runs: every rank reads the same answer, whichever device its own rank is
+// on (rank 2 alone on device 1 still plans for device 0's three).
 TEST(SharedDevice, MostRanksOnOneDevice) {
-  auto gpuRank = [](int device, uint64_t token) {
+  auto gpuRank = [](int device, uint64_t token, int64_t busId = -1, uint64_t machine = 1) {
     PeerInfo p{};
     p.device = device;
     p.processToken = token;
+    p.deviceBusId = busId;
+    p.machineHash = machine;
     return p;
   };
   EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7)}), 1);
   EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7), gpuRank(1, 7)}), 1);
   EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7), gpuRank(0, 7), gpuRank(1, 7), gpuRank(0, 7)}), 3);
-  // Device 0 of another process is another device.
-  EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7), gpuRank(0, 8)}), 1);
+  // Processes tell their GPUs apart by bus id, whatever ordinal CUDA_VISIBLE_DEVICES gives them:
+  // device 0 of two processes is two GPUs, or one shared (under MPS).
+  EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7, 0x100), gpuRank(0, 8, 0x200)}), 1);
+  EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7, 0x100), gpuRank(1, 8, 0x100), gpuRank(0, 7, 0x100)}), 3);
+  // The same bus id on another machine is another GPU; an unknown one on this machine may be ours.
+  EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7, 0x100), gpuRank(0, 8, 0x100, 2)}), 1);
+  EXPECT_EQ(mostRanksOnOneDevice({gpuRank(0, 7, -1), gpuRank(1, 8, 0x200)}), 2);
 }
 
 }  // namespace

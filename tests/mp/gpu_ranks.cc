@@ -1,0 +1,128 @@
+// The `gpu` scenario of cc_mp_worker (see gpu_ranks.h): GPU ranks in separate processes, which
+// reach each other's FIFOs through CUDA IPC (transport/cuda/cuda_ipc_transport.cc).
+#include "mp/gpu_ranks.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#if CC_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace collcomm::test {
+
+#if !CC_HAVE_CUDA
+
+std::string runGpuRank(const ccUniqueId&, int, int, std::string*) {
+  return "this build has no CUDA executor (the driver skips the GPU cases there)";
+}
+
+#else
+
+namespace {
+
+std::string cudaFailed(const char* call, cudaError_t err) {
+  return std::string(call) + " failed: " + cudaGetErrorString(err);
+}
+
+// Values 0..6 make every sum of up to 8 ranks exact in any order.
+int32_t valueOf(int rank, size_t i) { return static_cast<int32_t>((i * 7 + static_cast<size_t>(rank) * 3) % 7); }
+
+// One collective on device buffers: send[] holds this rank's values, the result is copied back
+// and compared with `expect`. Kinds: 0 AllReduce, 1 AllGather, 2 ReduceScatter.
+std::string runOne(ccComm_t comm, cudaStream_t stream, int kind, size_t count, int rank, int nranks) {
+  const size_t sendCount = kind == 2 ? count * nranks : count;
+  const size_t recvCount = kind == 1 ? count * nranks : count;
+  std::vector<int32_t> host(sendCount);
+  for (size_t i = 0; i < sendCount; ++i) host[i] = valueOf(rank, i);
+  std::vector<int32_t> expect(recvCount);
+  for (size_t i = 0; i < recvCount; ++i) {
+    if (kind == 1) {
+      expect[i] = valueOf(static_cast<int>(i / count), i % count);
+    } else {
+      const size_t at = kind == 2 ? static_cast<size_t>(rank) * count + i : i;
+      int32_t sum = 0;
+      for (int r = 0; r < nranks; ++r) sum += valueOf(r, at);
+      expect[i] = sum;
+    }
+  }
+  void* send = nullptr;
+  void* recv = nullptr;
+  cudaError_t err = cudaMalloc(&send, sendCount * sizeof(int32_t) + 1);
+  if (err != cudaSuccess) return cudaFailed("cudaMalloc", err);
+  err = cudaMalloc(&recv, recvCount * sizeof(int32_t) + 1);
+  if (err != cudaSuccess) {
+    cudaFree(send);
+    return cudaFailed("cudaMalloc", err);
+  }
+  std::string why;
+  err = cudaMemcpy(send, host.data(), sendCount * sizeof(int32_t), cudaMemcpyHostToDevice);
+  if (err != cudaSuccess) why = cudaFailed("cudaMemcpy", err);
+  ccResult_t r = ccSuccess;
+  if (why.empty()) {
+    r = kind == 0   ? ccAllReduce(send, recv, count, ccInt32, ccSum, comm, stream)
+        : kind == 1 ? ccAllGather(send, recv, count, ccInt32, comm, stream)
+                    : ccReduceScatter(send, recv, count, ccInt32, ccSum, comm, stream);
+    if (r != ccSuccess) why = std::string("enqueueing returned ") + ccGetErrorString(r) + ": " + ccGetLastError(comm);
+  }
+  if (why.empty() && (err = cudaStreamSynchronize(stream)) != cudaSuccess)
+    why = cudaFailed("cudaStreamSynchronize", err);
+  ccResult_t async = ccSuccess;
+  if (why.empty() && ccCommGetAsyncError(comm, &async) == ccSuccess && async != ccSuccess)
+    why = std::string("the operation failed: ") + ccGetErrorString(async) + ": " + ccGetLastError(comm);
+  std::vector<int32_t> got(recvCount);
+  if (why.empty() &&
+      (err = cudaMemcpy(got.data(), recv, recvCount * sizeof(int32_t), cudaMemcpyDeviceToHost)) != cudaSuccess)
+    why = cudaFailed("cudaMemcpy", err);
+  for (size_t i = 0; why.empty() && i < recvCount; ++i)
+    if (got[i] != expect[i])
+      why = "element " + std::to_string(i) + " of " + std::to_string(recvCount) + " is " + std::to_string(got[i]) +
+            ", expected " + std::to_string(expect[i]);
+  cudaFree(send);
+  cudaFree(recv);
+  if (!why.empty()) {
+    static const char* kNames[] = {"AllReduce", "AllGather", "ReduceScatter"};
+    return std::string(kNames[kind]) + " of " + std::to_string(count) + " int32: " + why;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string runGpuRank(const ccUniqueId& id, int rank, int nranks, std::string* refusal) {
+  const char* env = getenv("CC_MP_GPU_DEVICE");
+  const int device = env == nullptr ? 0 : std::string(env) == "rank" ? rank : atoi(env);
+  cudaError_t err = cudaSetDevice(device);
+  if (err != cudaSuccess) return cudaFailed("cudaSetDevice", err);
+  ccConfig_t cfg = CC_CONFIG_INITIALIZER;
+  cfg.device = device;
+  ccComm_t comm = nullptr;
+  const ccResult_t init = ccCommInitRankConfig(&comm, nranks, id, rank, &cfg);
+  if (init != ccSuccess) {
+    *refusal = std::string(ccGetErrorString(init)) + ": " + ccGetLastError(nullptr);
+    return "ccCommInitRankConfig returned " + *refusal;
+  }
+  cudaStream_t stream = nullptr;
+  err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (err != cudaSuccess) {
+    ccCommAbort(comm);
+    return cudaFailed("cudaStreamCreate", err);
+  }
+  std::string why;
+  for (size_t count : {size_t{1}, size_t{1001}, size_t{1} << 20})
+    for (int kind = 0; kind < 3 && why.empty(); ++kind) why = runOne(comm, stream, kind, count, rank, nranks);
+  cudaStreamDestroy(stream);
+  if (!why.empty()) {
+    ccCommAbort(comm);  // the peers see this rank leave instead of waiting for their deadline
+    return why;
+  }
+  const ccResult_t fin = ccCommDestroy(comm);
+  if (fin != ccSuccess) return std::string("ccCommDestroy returned ") + ccGetErrorString(fin);
+  return "";
+}
+
+#endif
+
+}  // namespace collcomm::test

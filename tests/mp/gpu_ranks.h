@@ -1,0 +1,17 @@
+// The `gpu` scenario of cc_mp_worker: one GPU rank per process (see gpu_ranks.cc).
+#pragma once
+
+#include <string>
+
+#include "collcomm.h"
+
+namespace collcomm::test {
+
+// Joins the job as a GPU rank on CUDA device CC_MP_GPU_DEVICE (default 0; "rank": the device
+// numbered as the rank), runs AllReduce,
+// AllGather and ReduceScatter on device buffers on a stream of its own, and checks every result
+// exactly. Returns "" or why it failed; *refusal gets init's sentence where init refused the job
+// (the driver decides whether that was the expected outcome).
+std::string runGpuRank(const ccUniqueId& id, int rank, int nranks, std::string* refusal);
+
+}  // namespace collcomm::test
