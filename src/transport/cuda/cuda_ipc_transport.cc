@@ -24,13 +24,17 @@ struct IpcDescData {
 };
 static_assert(sizeof(IpcDescData) <= sizeof(ConnDesc::data));
 
-// The receiver's share: the allocation itself.
-class OwnedFifo final : public FifoMemory {
+// One side's share of a FIFO: the receiver's is the allocation itself (freed), the sender's its
+// mapping of it in this process (closed).
+class IpcFifo final : public FifoMemory {
  public:
-  OwnedFifo(void* base, int device) : base_(base), device_(device) {}
-  ~OwnedFifo() override {
+  IpcFifo(void* base, int device, bool owner) : base_(base), device_(device), owner_(owner) {}
+  ~IpcFifo() override {
     ScopedDevice on(device_);
-    (void)cudaFree(base_);
+    if (owner_)
+      (void)cudaFree(base_);
+    else
+      (void)cudaIpcCloseMemHandle(base_);
     (void)cudaGetLastError();
   }
   void* base() override { return base_; }
@@ -38,22 +42,7 @@ class OwnedFifo final : public FifoMemory {
  private:
   void* base_;
   int device_;
-};
-
-// The sender's share: its mapping of the receiver's allocation.
-class OpenedFifo final : public FifoMemory {
- public:
-  OpenedFifo(void* base, int device) : base_(base), device_(device) {}
-  ~OpenedFifo() override {
-    ScopedDevice on(device_);
-    (void)cudaIpcCloseMemHandle(base_);
-    (void)cudaGetLastError();
-  }
-  void* base() override { return base_; }
-
- private:
-  void* base_;
-  int device_;
+  bool owner_;
 };
 
 bool ipcCanConnect(const PeerInfo& self, const PeerInfo& peer) {
@@ -73,7 +62,7 @@ Status ipcCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerI
                     "allocating the %zu-byte FIFO from rank %d (pid %d) on CUDA device %d failed: %s", bytes, peer.rank,
                     peer.pid, self.device, cudaGetErrorString(err));
   }
-  auto owned = std::make_unique<OwnedFifo>(base, self.device);
+  auto owned = std::make_unique<IpcFifo>(base, self.device, /*owner=*/true);
   cudaStream_t stream = nullptr;
   err = fifoSetupStream(self.device, &stream);
   if (err == cudaSuccess) err = cudaMemsetAsync(base, 0, bytes, stream);
@@ -110,7 +99,7 @@ Status ipcAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo&
                     "(can this device reach that one? cudaDeviceCanAccessPeer)",
                     peer.rank, peer.host, peer.pid, peer.device, self.device, cudaGetErrorString(err));
   }
-  *mem = std::make_unique<OpenedFifo>(base, self.device);
+  *mem = std::make_unique<IpcFifo>(base, self.device, /*owner=*/false);
   return kOk;
 }
 
