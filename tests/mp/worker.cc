@@ -1,4 +1,4 @@
-// cc_mp_worker: one rank of a multi-process test. collcomm_mp_tests (mp_test.cc) spawns nranks of
+// cc_mp_worker: one rank of a multi-process test. collcomm_mp_tests (worker_job.h) spawns nranks of
 // these with the job's unique id; each joins with ccCommInitRank and runs one scenario.
 //
 //   cc_mp_worker --scenario=NAME --nranks=N --rank=R [--id=HEX] [--watchdog=SECONDS]
