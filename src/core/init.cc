@@ -142,7 +142,8 @@ ExecSetup executorSetup(ccComm* comm) {
   for (Channel& ch : comm->channels) setup.channels.push_back({&ch.send, &ch.recv, ch.ringRanks.data(), ch.ringPos});
   setup.abortFlag = &comm->abortFlag;
   setup.hostNames = comm->hostNames.data();
-  for (const PeerInfo& p : comm->peers) setup.peers.push_back({p.pid, p.processToken == me.processToken});
+  for (const PeerInfo& p : comm->peers)
+    setup.peers.push_back({p.pid, p.processToken == me.processToken, p.machineHash == me.machineHash});
   if (const int64_t perRun = paramInt(Param::kP2pMaxTransfers); perRun > 0)
     setup.maxTransfersPerRun = static_cast<size_t>(std::max<int64_t>(perRun, 2));  // a send and a receive
   setup.spinCount = comm->spinCount;

@@ -111,6 +111,7 @@ struct ExecOp {
 struct ExecPeer {
   int pid = 0;
   bool sameProcess = false;
+  bool sameMachine = false;  // its pid names a process of this kernel (/proc)
 };
 
 // What an executor is made from (at the end of a communicator's init). The pointers stay valid

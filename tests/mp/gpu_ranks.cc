@@ -2,6 +2,8 @@
 // reach each other's FIFOs through CUDA IPC (transport/cuda/cuda_ipc_transport.cc).
 #include "mp/gpu_ranks.h"
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -15,7 +17,7 @@ namespace collcomm::test {
 
 #if !CC_HAVE_CUDA
 
-std::string runGpuRank(const ccUniqueId&, int, int, std::string*) {
+std::string runGpuRank(const ccUniqueId&, int, int, int, std::string*) {
   return "this build has no CUDA executor (the driver skips the GPU cases there)";
 }
 
@@ -91,7 +93,7 @@ std::string runOne(ccComm_t comm, cudaStream_t stream, int kind, size_t count, i
 
 }  // namespace
 
-std::string runGpuRank(const ccUniqueId& id, int rank, int nranks, std::string* refusal) {
+std::string runGpuRank(const ccUniqueId& id, int rank, int nranks, int dyingRank, std::string* refusal) {
   const char* env = getenv("CC_MP_GPU_DEVICE");
   const int device = env == nullptr ? 0 : std::string(env) == "rank" ? rank : atoi(env);
   cudaError_t err = cudaSetDevice(device);
@@ -104,6 +106,7 @@ std::string runGpuRank(const ccUniqueId& id, int rank, int nranks, std::string* 
     *refusal = std::string(ccGetErrorString(init)) + ": " + ccGetLastError(nullptr);
     return "ccCommInitRankConfig returned " + *refusal;
   }
+  if (rank == dyingRank) _exit(9);  // without a word to its peers, as a crash would
   cudaStream_t stream = nullptr;
   err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (err != cudaSuccess) {
@@ -111,6 +114,15 @@ std::string runGpuRank(const ccUniqueId& id, int rank, int nranks, std::string* 
     return cudaFailed("cudaStreamCreate", err);
   }
   std::string why;
+  if (dyingRank >= 0) {
+    // The AllReduce must fail, naming the dead rank's process, long before COLLCOMM_TIMEOUT.
+    why = runOne(comm, stream, 0, size_t{1} << 20, rank, nranks);
+    const std::string named = "rank " + std::to_string(dyingRank) + "'s process exited";
+    why = why.find(named) != std::string::npos ? "" : "wanted a failure saying \"" + named + "\", got: " + why;
+    cudaStreamDestroy(stream);
+    ccCommAbort(comm);
+    return why;
+  }
   for (size_t count : {size_t{1}, size_t{1001}, size_t{1} << 20})
     for (int kind = 0; kind < 3 && why.empty(); ++kind) why = runOne(comm, stream, kind, count, rank, nranks);
   cudaStreamDestroy(stream);

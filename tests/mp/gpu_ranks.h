@@ -11,7 +11,8 @@ namespace collcomm::test {
 // numbered as the rank), runs AllReduce,
 // AllGather and ReduceScatter on device buffers on a stream of its own, and checks every result
 // exactly. Returns "" or why it failed; *refusal gets init's sentence where init refused the job
-// (the driver decides whether that was the expected outcome).
-std::string runGpuRank(const ccUniqueId& id, int rank, int nranks, std::string* refusal);
+// (the driver decides whether that was the expected outcome). dyingRank >= 0: that rank exits
+// (status 9) right after init, and the others' AllReduce must fail naming it (returns "" then).
+std::string runGpuRank(const ccUniqueId& id, int rank, int nranks, int dyingRank, std::string* refusal);
 
 }  // namespace collcomm::test

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "mp/worker_job.h"
@@ -62,6 +63,29 @@ TEST(ProcessGpu, ProcessesOnTheirOwnGpus) {
   WorkerJob job("gpu", std::min(gpus, 4), {"CC_MP_GPU_DEVICE=rank", "COLLCOMM_TIMEOUT=30"}, 90);
   ASSERT_EQ(job.run(), "");
   expectAllSucceeded(job, std::min(gpus, 4));
+#endif
+}
+
+// A process of a GPU communicator dies after init (no word to its peers, as in a crash): the
+// survivor's AllReduce fails naming it, found through /proc (common/process_watch.h) far sooner
+// than COLLCOMM_TIMEOUT (60 s here). Two processes on device 0 under MPS, or on two GPUs.
+TEST(ProcessGpu, DeadProcessIsNamedByItsPeerBeforeTheDeadline) {
+#if !CC_HAVE_CUDA
+  GTEST_SKIP() << "this build has no CUDA executor";
+#else
+  std::string why;
+  const int gpus = usableGpus(&why);
+  if (gpus == 0) GTEST_SKIP() << why;
+  int mps = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, 0), cudaSuccess);
+  if (mps == 0 && gpus < 2) GTEST_SKIP() << "needs MPS on device 0 or two GPUs";
+  WorkerJob job("gpu-die", 2, {mps != 0 ? "CC_MP_GPU_DEVICE=0" : "CC_MP_GPU_DEVICE=rank", "COLLCOMM_TIMEOUT=60"}, 90);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(job.run(), "");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(exitedWith(job.result(1).status, 9)) << job.allOutput();
+  EXPECT_TRUE(exitedWith(job.result(0).status, 0)) << job.allOutput();
+  EXPECT_LT(seconds, 30.0) << "the death was not found before the deadline\n" << job.allOutput();
 #endif
 }
 

@@ -6,7 +6,7 @@
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
 // environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
 // sweep, p2p, die, die-mid, linkdown, once, rings, bench, latency, threads, leave, hang (see the functions
-// below), gpu (mp/gpu_ranks.h).
+// below), gpu and gpu-die (mp/gpu_ranks.h).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
 // 2 for bad command-line use; 3 (die scenarios, also with a FAIL line) when everything held except
@@ -587,7 +587,8 @@ int workerMain(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
     fprintf(stderr,
-            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|rings|bench|threads|leave|hang|gpu --nranks=N "
+            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|rings|bench|threads|leave|hang|gpu|gpu-die "
+            "--nranks=N "
             "--rank=R "
             "[--id=HEX|commid]\n"
             "       [--watchdog=SECONDS]\n"
@@ -620,17 +621,21 @@ int workerMain(int argc, char** argv) {
     return runLeave(id, a.rank);
   }
   // `gpu`: a GPU rank (its own init, on CC_MP_GPU_DEVICE). A refusal at init prints "REFUSED: why"
-  // and exits 4, for the driver to judge.
-  if (a.scenario == "gpu") {
+  // and exits 4, for the driver to judge. `gpu-die`: the last rank exits after init (status 9).
+  if (a.scenario == "gpu" || a.scenario == "gpu-die") {
     Watchdog dog(a.watchdogSeconds, g_label);
     std::string refusal;
-    const std::string why = runGpuRank(id, a.rank, a.nranks, &refusal);
+    const int dying = a.scenario == "gpu-die" ? a.nranks - 1 : -1;
+    const std::string why = runGpuRank(id, a.rank, a.nranks, dying, &refusal);
     if (!refusal.empty()) {
       say("REFUSED: %s", refusal.c_str());
       return 4;
     }
     if (!why.empty()) return fail(why);
-    say("AllReduce, AllGather and ReduceScatter of 1 to 1M int32 on GPU ranks of %d processes exact", a.nranks);
+    if (dying >= 0)
+      say("AllReduce failed naming rank %d, whose process exited", dying);
+    else
+      say("AllReduce, AllGather and ReduceScatter of 1 to 1M int32 on GPU ranks of %d processes exact", a.nranks);
     return 0;
   }
   int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"      ? runSweep

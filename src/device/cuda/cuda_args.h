@@ -49,7 +49,12 @@ enum class CudaFailReason : uint32_t {
   kTimeout,       // one wait went timeoutNs without its condition coming true
   kSizeMismatch,  // the peer's step size differs from ours: the ranks made different calls
   kBadStepSize,   // a step holds no element, or an LL step exceeds kMaxLlStepPayload (setup bug)
+  kPeerExited,    // the process of the rank in the abort word exited (kAbortPeerExited)
 };
+
+// An abort word of kAbortPeerExited | rank: that rank's process exited (found by the executor's
+// ProcessWatch, common/process_watch.h). Any other nonzero value: ccCommAbort.
+constexpr uint32_t kAbortPeerExited = 0x80000000u;
 
 // The outcome of one launch, in device-visible memory. The host zeroes it before the launch and
 // reads it once the stream has passed the kernel. The first failing thread of any block claims

@@ -17,6 +17,7 @@
 #include "collectives/direct.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "common/process_watch.h"
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_launch.h"
 #include "device/cuda/fused_launch.h"
@@ -58,6 +59,7 @@ struct MappedWords {
 class CudaExecutor final : public Executor {
  public:
   ~CudaExecutor() override {
+    peerProcesses_.reset();  // its thread writes mapped_
     ScopedDevice on(device_);
     if (deviceConns_ != nullptr) cudaFree(deviceConns_);
     for (auto& [host, copy] : p2pMirrors_) cudaFree(copy);
@@ -101,6 +103,7 @@ class CudaExecutor final : public Executor {
     CC_CUDA_CHECK(cudaHostGetDevicePointer(&devMapped, mapped_, 0));
     devAbort_ = &static_cast<MappedWords*>(devMapped)->abortFlag;
     devStatus_ = &static_cast<MappedWords*>(devMapped)->status;
+    watchPeerProcesses(s.peers);
     return mirrorChannels(s.channels);
   }
 
@@ -370,6 +373,23 @@ class CudaExecutor final : public Executor {
  private:
   MappedWords& mappedWords() const { return *static_cast<MappedWords*>(mapped_); }
 
+  // Peers in other processes of this machine: a kernel waiting on one that died would learn it only
+  // at its deadline, so a watch looks at their /proc entries every 100 ms (as the host executor's
+  // waits do) and, at the first one gone, writes its rank into the abort word
+  // (kAbortPeerExited): every wait of this communicator then fails naming it.
+  void watchPeerProcesses(const std::vector<ExecPeer>& peers) {
+    std::vector<ProcessWatch::Watched> others;
+    for (int r = 0; r < static_cast<int>(peers.size()); ++r)
+      if (!peers[r].sameProcess && peers[r].sameMachine && peers[r].pid > 0) others.push_back({r, peers[r].pid});
+    if (others.empty()) return;
+    uint32_t* word = &mappedWords().abortFlag;
+    peerProcesses_ = std::make_unique<ProcessWatch>(others, std::chrono::milliseconds(100), [word](int rank) {
+      uint32_t none = 0;
+      __atomic_compare_exchange_n(word, &none, kAbortPeerExited | static_cast<uint32_t>(rank), false, __ATOMIC_RELEASE,
+                                  __ATOMIC_RELAXED);
+    });
+  }
+
   // What every launch's waits run under: the communicator's abort word, deadline and status.
   CudaWaitArgs waitArgs() const {
     return CudaWaitArgs{kThreads, devAbort_, timeoutNs_, devStatus_, onePoller_};
@@ -511,6 +531,7 @@ class CudaExecutor final : public Executor {
   cudaStream_t ctrlStream_ = nullptr;
   cudaEvent_t orderEvent_ = nullptr;
   FusedLaunch fused_;  // where ranks sharing this device launch as one (COLLCOMM_GPU_FUSED_LAUNCH)
+  std::unique_ptr<ProcessWatch> peerProcesses_;  // watchPeerProcesses
   std::mutex launchMu_;
   cudaStream_t lastStream_ = nullptr;
   bool hasLaunched_ = false;

@@ -230,6 +230,11 @@ Status cudaKernelResult(const CudaKernelStatus& st, const char* opName, int rank
                       "%s on rank %d failed: rank %d left the operation (it failed or was aborted) while channel %d "
                       "of this rank was waiting for %s",
                       opName, rank, st.peerRank, st.channel, st.what);
+    case CudaFailReason::kPeerExited:
+      return CC_ERROR(code,
+                      "%s on rank %d failed: rank %d's process exited while channel %d of this rank was waiting for "
+                      "%s",
+                      opName, rank, st.peerRank, st.channel, st.what);
     case CudaFailReason::kTimeout:
       return CC_ERROR(code,
                       "%s on rank %d timed out on channel %d waiting for %s from rank %d; raise COLLCOMM_TIMEOUT if "

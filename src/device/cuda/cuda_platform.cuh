@@ -249,8 +249,14 @@ class CudaPlatform {
       publishing_ = false;
       return false;
     }
-    if (abortFlag_ != nullptr && *abortFlag_ != 0u) {
-      fail(ccInvalidUsage, CudaFailReason::kAborted, peer, what);
+    if (const uint32_t abort = abortFlag_ != nullptr ? *abortFlag_ : 0u; abort != 0u) {
+      if ((abort & kAbortPeerExited) != 0u) {
+        PeerRef exited = peer;  // the sentence names the rank whose process exited
+        exited.rank = static_cast<int>(abort & ~kAbortPeerExited);
+        fail(ccRemoteError, CudaFailReason::kPeerExited, exited, what);
+      } else {
+        fail(ccInvalidUsage, CudaFailReason::kAborted, peer, what);
+      }
       return false;
     }
     if (peer.peerState != nullptr &&

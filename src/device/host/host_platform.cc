@@ -2,32 +2,13 @@
 // Direct's copies from and to a peer's memory.
 #include "device/host/host_platform.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 
+#include "common/process_watch.h"
 #include "transport/cma/peer_memory.h"
 
 namespace collcomm::detail {
-
-bool processAlive(int pid) {
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[512];
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  // Format: pid (comm) state ...; comm may hold spaces or parentheses, so find the last ')'.
-  const char* paren = strrchr(buf, ')');
-  if (paren == nullptr || paren[1] == '\0' || paren[2] == '\0') return false;
-  const char state = paren[2];
-  return state != 'Z' && state != 'X' && state != 'x';
-}
 
 bool HostPlatform::healthy(const PeerRef& peer, const char* what, Recheck again) {
   if (!isOk(status_)) return false;

@@ -284,7 +284,4 @@ class HostPlatform {
   alignas(64) unsigned char recvStaging_[kMaxLlStepPayload];
 };
 
-// True when process `pid` on this host has not exited (a zombie counts as exited).
-bool processAlive(int pid);
-
 }  // namespace collcomm::detail
