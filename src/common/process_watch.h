@@ -15,6 +15,10 @@ namespace collcomm::detail {
 // True when process `pid` on this machine has not exited (a zombie counts as exited).
 bool processAlive(int pid);
 
+// How often a rank waiting on a peer process looks at it: a dead peer is named within this, for
+// the cost of reading one /proc entry per peer this often.
+constexpr std::chrono::milliseconds kProcessCheckPeriod{50};
+
 class ProcessWatch {
  public:
   struct Watched {

@@ -374,8 +374,8 @@ class CudaExecutor final : public Executor {
   MappedWords& mappedWords() const { return *static_cast<MappedWords*>(mapped_); }
 
   // Peers in other processes of this machine: a kernel waiting on one that died would learn it only
-  // at its deadline, so a watch looks at their /proc entries every 100 ms (as the host executor's
-  // waits do) and, at the first one gone, writes its rank into the abort word
+  // at its deadline, so a watch looks at their /proc entries as often as the host executor's waits
+  // do (kProcessCheckPeriod) and, at the first one gone, writes its rank into the abort word
   // (kAbortPeerExited): every wait of this communicator then fails naming it.
   void watchPeerProcesses(const std::vector<ExecPeer>& peers) {
     std::vector<ProcessWatch::Watched> others;
@@ -383,7 +383,7 @@ class CudaExecutor final : public Executor {
       if (!peers[r].sameProcess && peers[r].sameMachine && peers[r].pid > 0) others.push_back({r, peers[r].pid});
     if (others.empty()) return;
     uint32_t* word = &mappedWords().abortFlag;
-    peerProcesses_ = std::make_unique<ProcessWatch>(others, std::chrono::milliseconds(100), [word](int rank) {
+    peerProcesses_ = std::make_unique<ProcessWatch>(others, kProcessCheckPeriod, [word](int rank) {
       uint32_t none = 0;
       __atomic_compare_exchange_n(word, &none, kAbortPeerExited | static_cast<uint32_t>(rank), false, __ATOMIC_RELEASE,
                                   __ATOMIC_RELAXED);

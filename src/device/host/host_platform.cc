@@ -43,7 +43,7 @@ bool HostPlatform::healthy(const PeerRef& peer, const char* what, Recheck again)
   }
   const auto now = Deadline::Clock::now();
   if (!peer.sameProcess && peer.pid > 0 && now >= nextLivenessCheck_) {
-    nextLivenessCheck_ = now + std::chrono::milliseconds(50);
+    nextLivenessCheck_ = now + kProcessCheckPeriod;
     if (!processAlive(peer.pid)) {
       if (again.fn(again.arg)) return true;
       status_ = CC_ERROR(Status::kRemoteError,
