@@ -184,8 +184,9 @@ elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
   # the four-rank sweep with AllReduce forced one-shot (ctest's GpuComm.OneShotForcedMatchesHost)
   # the four- and eight-rank sweeps with AllReduce forced onto the trees (ctest's
   # GpuComm.TreeForcedMatchesHost), LL forced on the rings and the trees (ctest's
-  # GpuComm.LlForcedMatchesHost and GpuComm.TreeLlForcedMatchesHost), and Direct forced on two and
-  # four ranks (ctest's GpuComm.DirectForcedMatchesHost).
+  # GpuComm.LlForcedMatchesHost and GpuComm.TreeLlForcedMatchesHost), Direct forced on two and
+  # four ranks (ctest's GpuComm.DirectForcedMatchesHost), and GPU ranks over NET (ctest's
+  # GpuComm.NetMatchesHost).
   (
     timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/tests/collcomm_gpu_tests"
     all=$?
@@ -204,8 +205,11 @@ elif [ -x "$BUILD_DIR/tests/collcomm_gpu_tests" ]; then
     COLLCOMM_ALGO=Direct timeout --kill-after=10 120 "$BUILD_DIR/tests/collcomm_gpu_tests" \
       --gtest_filter='GpuComm.TwoRanksMatchHost:GpuComm.FourRanksMatchHost'
     direct=$?
-    for rc in "$all" "$oneShot" "$tree" "$ll" "$treeLl"; do [ "$rc" != 0 ] && exit "$rc"; done
-    exit "$direct"
+    COLLCOMM_P2P_DISABLE=1 COLLCOMM_SOCKET_IFNAME=lo timeout --kill-after=10 120 "$BUILD_DIR/tests/collcomm_gpu_tests" \
+      --gtest_filter='GpuComm.TwoRanksMatchHost:GpuComm.GraphCaptureReplays:GpuComm.AbortStopsAStuckKernel:GpuComm.StuckKernelTimesOutNamingThePeer:GpuP2p.TwoRanks'
+    net=$?
+    for rc in "$all" "$oneShot" "$tree" "$ll" "$treeLl" "$direct"; do [ "$rc" != 0 ] && exit "$rc"; done
+    exit "$net"
   ) 2>&1 | tee "$LOG_DIR/gpu-tests.log"
   rc=$?
   TEST_SUMMARY=$(grep -E "^\[  (PASSED|FAILED)  \]" "$LOG_DIR/gpu-tests.log" | tr '\n' ' ')
@@ -219,7 +223,10 @@ fi
 # ---- 2a. GPU ranks in two processes sharing the GPU, under an MPS control daemon of this check's
 # own (its pipe and log folders in a temporary folder; quit at the end of the step), so that
 # ProcessGpu.TwoProcessesOnOneGpuRunUnderMpsElseAreRefused runs its exact path (the GPU tests
-# above ran its refusal, without MPS). The GPU's own settings (compute mode) are left as they are.
+# above ran its refusal, without MPS), and the other ProcessGpu tests run at all: FIFOs as cuMem
+# memory handed over as a descriptor and through cudaIpcGetMemHandle, over NET on one host and
+# between network namespaces (as root), a process that dies. The GPU's own settings (compute mode)
+# are left as they are.
 MPS_SUMMARY="not run"
 if want mps; then
 step "GPU ranks of two processes under MPS"
@@ -232,7 +239,7 @@ else
   export CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" CUDA_MPS_LOG_DIRECTORY="$mps_dir/log"
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if nvidia-cuda-mps-control -d >"$LOG_DIR/mps.log" 2>&1; then
-    timeout --kill-after=10 120 "$BUILD_DIR/tests/mp/collcomm_mp_tests" --gtest_filter='ProcessGpu.*' 2>&1 |
+    timeout --kill-after=10 240 "$BUILD_DIR/tests/mp/collcomm_mp_tests" --gtest_filter='ProcessGpu.*' 2>&1 |
       tee -a "$LOG_DIR/mps.log"
     rc=$?
     MPS_SUMMARY=$(grep -E "^\[  (PASSED|FAILED)  \]" "$LOG_DIR/mps.log" | tr '\n' ' ')

@@ -9,7 +9,7 @@
   X(SocketIfname,   STR, "COLLCOMM_SOCKET_IFNAME",  "",     "interfaces for bootstrap/net sockets: prefix list, ^ excludes, = exact") \
   X(SocketFamily,   STR, "COLLCOMM_SOCKET_FAMILY",  "",     "AF_INET or AF_INET6 to force an address family") \
   X(CommId,         STR, "COLLCOMM_COMM_ID",        "",     "<host>:<port> of a fixed rendezvous root instead of ccGetUniqueId's") \
-  X(P2pDisable,     INT, "COLLCOMM_P2P_DISABLE",    "0",    "1: ranks in one process connect through SHM (or the next transport)") \
+  X(P2pDisable,     INT, "COLLCOMM_P2P_DISABLE",    "0",    "1: host ranks in one process connect through SHM (or the next transport); GPU ranks (CUDA P2P and IPC) through NET, in pinned host memory") \
   X(P2pMaxTransfers, INT, "COLLCOMM_P2P_MAX_TRANSFERS", "0", "most point-to-point transfers one run moves, at least 2 (0: the executor's own limit: 32 a GPU kernel, none on hosts); AlltoAll, Gather and Scatter beyond it run in rounds of peers at equal distance, larger send/recv groups are refused") \
   X(ShmDisable,     INT, "COLLCOMM_SHM_DISABLE",    "0",    "1: no shared-memory transport between processes") \
   X(Buffsize,       INT, "COLLCOMM_BUFFSIZE",       "1048576", "bytes of each Simple-protocol connection buffer") \
@@ -30,6 +30,7 @@
   X(SpinCount,      INT, "COLLCOMM_SPIN_COUNT",     "2000", "polls a waiting host thread spins before it starts yielding the core; unset: 2000, or 0 when a machine (one kernel, whatever COLLCOMM_HOSTID says) has more ranks than the CPUs their threads may use (counting, once NET is in use, one proxy thread per process); at 0 (ranks alone outnumbering the CPUs, or set) a wait that runs network progress rounds yields after each") \
   X(ParkAfterUs,    INT, "COLLCOMM_PARK_AFTER_US",  "200",  "microseconds a waiting host thread yields its core before it sleeps until the peer publishes what it waits for (futex; not over NET); 0: never sleeps") \
   X(GpuFusedLaunch, INT, "COLLCOMM_GPU_FUSED_LAUNCH", "0",  "1: the ranks of a communicator that share a GPU in one process run each ring collective as one kernel, launched by the last to arrive (written without a GPU and not yet run on one: off by default)") \
+  X(CuMemEnable,    INT, "COLLCOMM_CUMEM_ENABLE",   "1",    "0: GPU ranks of different processes share their FIFOs through cudaIpcGetMemHandle instead of cuMem* memory handed over as a file descriptor") \
   X(GpuPollers,     INT, "COLLCOMM_GPU_POLLERS",    "1",    "threads of a GPU kernel's block that poll a Simple-protocol step's head or tail: 1 thread 0 alone, the others waiting at a barrier; 0 every thread (on an H200, 4 ranks' 1 GiB allreduce moved a fifteenth as much)") \
   X(TopoFile,       STR, "COLLCOMM_TOPO_FILE",      "",     "load the machine topology from this NCCL-format XML file instead of detecting it") \
   X(TopoDumpFile,   STR, "COLLCOMM_TOPO_DUMP_FILE", "",     "write the topology in use to this XML file (NCCL format)") \
@@ -75,6 +76,7 @@
   X(SpinCount,      0, INT32_MAX) \
   X(ParkAfterUs,    0, 60000000) \
   X(GpuFusedLaunch, 0, 1) \
+  X(CuMemEnable,    0, 1) \
   X(GpuPollers,     0, 1) \
   X(SocketNthreads, -1, 16) \
   X(NsocksPerthread, -1, 64)

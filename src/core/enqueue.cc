@@ -229,7 +229,7 @@ Status connectPeerSet(ccComm* comm, std::vector<P2pPeer>& peers, const std::vect
   CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->connSetup(deadline), requests));
   for (const ConnectRequest& r : requests) {
     (r.isSend ? peers[r.peer].sendReady : peers[r.peer].recvReady) = true;
-    comm->usesNet |= *r.transportName == kNetTransport.name;
+    comm->usesNet |= *r.transportName == kNetTransportName;
     CC_INFO(kSubsysP2p, "p2p: rank %d %s rank %d via %s", comm->rank, r.isSend ? "->" : "<-", r.peer,
             *r.transportName);
   }
@@ -287,6 +287,8 @@ Status runP2pBatch(ccComm* comm, const Op* ops, size_t begin, size_t end) {
   exec.overNet = comm->usesNet;  // as before connecting: a batch that makes the first NET connection
   exec.deadline = Deadline::afterSeconds(comm->config.timeoutSeconds);  // connecting counts too
   Status s = connectP2p(comm, transfers.data(), transfers.size(), exec.deadline);
+  // A GPU kernel keeps the proxy awake while it runs, so it must know of the NET connections just made.
+  if (comm->gpu()) exec.overNet = comm->usesNet;
   const size_t perRun = comm->executor->maxTransfersPerRun();
   if (!isOk(s) || transfers.size() <= perRun) {
     if (isOk(s)) s = comm->executor->runP2p(transfers.data(), transfers.size(), exec);

@@ -25,11 +25,6 @@ Status checkGpuJob(const std::vector<PeerInfo>& peers, int rank) {
   for (const PeerInfo& a : peers) {
     for (const PeerInfo& b : peers) {
       if (b.rank <= a.rank || a.processToken == b.processToken) continue;
-      if (a.hostHash != b.hostHash)
-        return CC_ERROR(Status::kInvalidUsage,
-                        "rank %d (host %s) and rank %d (host %s) are GPU ranks on different hosts; GPU communicators "
-                        "join the GPUs of one host so far (NET for GPU buffers is not implemented yet)",
-                        a.rank, a.host, b.rank, b.host);
       if (sameGpu(a, b) && !(a.deviceMps && b.deviceMps))
         return CC_ERROR(Status::kInvalidUsage,
                         "rank %d (host %s, pid %d) and rank %d (pid %d) share a GPU from different processes, and "

@@ -12,7 +12,7 @@ namespace collcomm::detail {
 // kOk when `rank` may join the communicator `peers` describes; else kInvalidUsage with a sentence
 // naming the ranks, hosts and pids concerned. The rules:
 //   - every rank is a GPU rank, or none is;
-//   - GPU ranks share one host (NET for GPU buffers is not built yet);
+//   - GPU ranks on different hosts are welcome (NET, through pinned host memory);
 //   - GPU ranks of different processes on one GPU need MPS there: without it the GPU runs one
 //     process's kernels at a time, and kernels that spin on each other's steps would stall.
 Status checkGpuJob(const std::vector<PeerInfo>& peers, int rank);

@@ -48,6 +48,10 @@ void describeGpuRings(ccComm* comm) {
   if (comm->mostRanksOnADevice > 1) return;  // the shared-device choices are measured ones (tuner.h)
   std::vector<int64_t> busIds;
   for (const PeerInfo& p : comm->peers) {
+    // Each host would read its own topology, and their rings must agree: one host's plan only.
+    if (p.hostHash != comm->peers[0].hostHash)
+      return keepFixedChoices(comm, "its ranks are on several hosts (rank 0 on " + std::string(comm->peers[0].host) +
+                                        ", rank " + std::to_string(p.rank) + " on " + p.host + ")");
     if (p.deviceBusId < 0)
       return keepFixedChoices(comm, "CUDA did not tell the PCI bus id of rank " + std::to_string(p.rank) + "'s device");
     busIds.push_back(p.deviceBusId);

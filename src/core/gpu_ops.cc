@@ -48,6 +48,7 @@ Status runGpuOp(ccComm* comm, const Op& op) {
     if (!isOk(s)) return failOp(comm, s, failure);
     coll.trees = comm->treeLinks.data();
   }
+  exec.overNet = comm->usesNet;  // after connecting: the kernel keeps the proxy awake while it runs
   const Status s = comm->gpu()->run(coll, exec);
   if (!isOk(s)) (void)pollGpuFailure(comm);
   return s;

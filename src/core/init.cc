@@ -89,7 +89,7 @@ Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
         {next, true, kRingTagBase + c, comm->fifoSizes.ring, &ch.send, nullptr, &ch.sendMem, &ch.sendTransport});
   }
   CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->connSetup(deadline), requests));
-  for (const ConnectRequest& r : requests) comm->usesNet |= *r.transportName == kNetTransport.name;
+  for (const ConnectRequest& r : requests) comm->usesNet |= *r.transportName == kNetTransportName;
   return kOk;
 }
 
@@ -140,6 +140,7 @@ ExecSetup executorSetup(ccComm* comm) {
       setup.deviceMates.push_back(r);
   setup.commId = comm->peers[0].commNonce;  // the same on every rank, and this communicator's alone
   for (Channel& ch : comm->channels) setup.channels.push_back({&ch.send, &ch.recv, ch.ringRanks.data(), ch.ringPos});
+  setup.netOpsRunning = &comm->netOpsRunning;
   setup.abortFlag = &comm->abortFlag;
   setup.hostNames = comm->hostNames.data();
   for (const PeerInfo& p : comm->peers)

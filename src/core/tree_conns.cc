@@ -42,7 +42,7 @@ Status connectTrees(ccComm* comm, const Deadline& deadline) {
       if (node.children[k] >= 0) both(node.children[k], c, t.child[k]);
   }
   CC_CHECK(connectPeers(*comm->bootstrap, comm->peers, comm->rank, comm->connSetup(deadline), requests));
-  for (const ConnectRequest& r : requests) comm->usesNet |= *r.transportName == kNetTransport.name;
+  for (const ConnectRequest& r : requests) comm->usesNet |= *r.transportName == kNetTransportName;
 
   // One step size for every tree connection of every rank (Primitives take the smaller of their
   // two connections', and a parent and child must cut alike), no larger than the ring's, which

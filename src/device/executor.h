@@ -104,7 +104,9 @@ struct ExecOp {
   // clock read costs as much as a small operation); set when connecting counted too.
   Deadline deadline;
   ExecFailure* failure = nullptr;  // host: where to say who caused a failure (may be null)
-  bool overNet = false;            // host: the communicator has a NET connection (spin less, run proxy rounds)
+  // The communicator has a NET connection: the host executor spins less and runs proxy rounds; the
+  // CUDA executor keeps the proxy thread awake until the kernel has ended (net_launch_watch.h).
+  bool overNet = false;
 };
 
 // One rank as the executor sees it: where its memory lives (Direct reads peers' buffers).
@@ -130,6 +132,9 @@ struct ExecSetup {
   uint64_t commId = 0;
   int timeoutSeconds;
   std::vector<ExecChannel> channels;
+  // The communicator's count of operations running over NET (ProxyActivity), which a GPU
+  // communicator's launches over NET hold until their kernels end.
+  std::atomic<int>* netOpsRunning = nullptr;
   // Host executor only.
   const std::atomic<uint32_t>* abortFlag = nullptr;
   const char* const* hostNames = nullptr;  // per rank, for naming a root cause

@@ -52,6 +52,11 @@ CC_HD inline uint32_t goneState(int culprit, GoneReason reason) {
 CC_HD inline bool isGone(uint32_t state) { return (state & kPeerGone) != 0; }
 CC_HD inline int goneCulprit(uint32_t state) { return static_cast<int>(state >> 8) - 1; }
 CC_HD inline GoneReason goneReason(uint32_t state) { return static_cast<GoneReason>((state >> 1) & 0x7f); }
+// How failure sentences say it: "rank 3 exited".
+inline const char* goneReasonText(GoneReason reason) {
+  static const char* const kWhy[] = {"failed", "exited", "timed out", "was aborted"};
+  return kWhy[static_cast<uint32_t>(reason) < 4 ? static_cast<uint32_t>(reason) : 0];
+}
 
 // Where a host waiter that has waited long sleeps (HostPlatform::waitUntil) and how whoever
 // publishes what it waits for wakes it: the waiter sets `parked`, checks once more, and sleeps on

@@ -5,10 +5,6 @@
 #include <vector>
 
 namespace collcomm::detail {
-namespace {
-
-constexpr uint64_t kAckTagBit = 1ull << 63;
-
 const TransportOps* pickTransport(const PeerInfo& self, const PeerInfo& peer, uint32_t* index) {
   int count = 0;
   const TransportOps* const* table = transportTable(&count);
@@ -23,6 +19,10 @@ const TransportOps* pickTransport(const PeerInfo& self, const PeerInfo& peer, ui
   }
   return nullptr;
 }
+
+namespace {
+
+constexpr uint64_t kAckTagBit = 1ull << 63;
 
 template <class Conn>
 void bindPeer(Conn& conn, const PeerInfo& self, const PeerInfo& peer, bool isSend) {

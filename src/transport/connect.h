@@ -25,6 +25,11 @@ struct ConnectRequest {
   const char** transportName;  // set to the transport used
 };
 
+// The transport the receiving side `self` picks for a connection from `peer`: the first in
+// transportTable() that makes FIFOs of the ranks' kind (device-visible for GPU ranks) and can join
+// them; null when none can. *index is its place in the table.
+const TransportOps* pickTransport(const PeerInfo& self, const PeerInfo& peer, uint32_t* index);
+
 // Both sides of every connection must be in the peers' calls, in any order.
 // `setup` carries the job's secret (NET connections present it), the deadline of every step and
 // the communicator's count of running operations.

@@ -94,10 +94,14 @@ struct TransportOps {
 extern const TransportOps kP2pTransport;
 extern const TransportOps kShmTransport;
 extern const TransportOps kNetTransport;  // transport/net/net_transport.cc
-// GPU ranks of one process, and of several processes of one host (transport/cuda/); only in builds
-// with CUDA (CC_HAVE_CUDA).
+// The name both NET tables (kNetTransport, kCudaNetTransport) carry: core tells a NET connection by
+// it, as the proxy thread must be awake while one runs an operation.
+extern const char kNetTransportName[];
+// GPU ranks of one process, of several processes of one host, and of different hosts
+// (transport/cuda/); only in builds with CUDA (CC_HAVE_CUDA).
 extern const TransportOps kCudaP2pTransport;
 extern const TransportOps kCudaIpcTransport;
+extern const TransportOps kCudaNetTransport;
 
 // Transports in order of preference.
 const TransportOps* const* transportTable(int* count);

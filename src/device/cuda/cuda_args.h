@@ -68,7 +68,7 @@ struct CudaKernelStatus {
   uint32_t reason;  // a CudaFailReason
   int32_t channel;  // the block that failed
   int32_t peerRank;
-  uint64_t got;       // kSizeMismatch: bytes the peer sent
+  uint64_t got;       // kSizeMismatch: bytes the peer sent; kPeerGone: the peer's PeerState word
   uint64_t expected;  // kSizeMismatch: bytes this rank expected
   char what[24];      // what the wait was for ("data", "buffer space"), NUL-terminated
 };

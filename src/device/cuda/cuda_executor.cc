@@ -21,6 +21,7 @@
 #include "device/cuda/cuda_check.h"
 #include "device/cuda/cuda_launch.h"
 #include "device/cuda/fused_launch.h"
+#include "device/cuda/net_launch_watch.h"
 #include "device/executor.h"
 #include "topo/system.h"
 
@@ -104,6 +105,7 @@ class CudaExecutor final : public Executor {
     devAbort_ = &static_cast<MappedWords*>(devMapped)->abortFlag;
     devStatus_ = &static_cast<MappedWords*>(devMapped)->status;
     watchPeerProcesses(s.peers);
+    if (s.netOpsRunning != nullptr) netLaunches_ = std::make_unique<NetLaunchWatch>(s.netOpsRunning);
     return mirrorChannels(s.channels);
   }
 
@@ -161,7 +163,7 @@ class CudaExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(launchMu_);
     CC_CHECK(orderAfterLastLaunch(stream));
     CC_CHECK(fused_.joined() ? fused_.launch(a, stream, timeoutNs_) : cudaLaunchCollective(a, stream));
-    lastStream_ = stream;
+    CC_CHECK(launched(stream, op));
     return kOk;
   }
 
@@ -197,7 +199,7 @@ class CudaExecutor final : public Executor {
     CC_CHECK(growScratch(&gather_, static_cast<size_t>(nranks_) * c.count * dtypeSize(c.dtype), stream));
     a.gather = gather_.ptr;
     CC_CHECK(cudaLaunchOneShot(a, stream));
-    lastStream_ = stream;
+    CC_CHECK(launched(stream, op));
     return kOk;
   }
 
@@ -223,7 +225,7 @@ class CudaExecutor final : public Executor {
       a.chunk = directChunk_.ptr;
     }
     CC_CHECK(cudaLaunchDirect(a, stream));
-    lastStream_ = stream;
+    CC_CHECK(launched(stream, op));
     return kOk;
   }
 
@@ -260,7 +262,7 @@ class CudaExecutor final : public Executor {
     std::copy(devTrees_.begin(), devTrees_.begin() + a.nChannels, a.trees);
     CC_CHECK(orderAfterLastLaunch(stream));
     CC_CHECK(cudaLaunchTree(a, stream));
-    lastStream_ = stream;
+    CC_CHECK(launched(stream, op));
     return kOk;
   }
 
@@ -311,7 +313,7 @@ class CudaExecutor final : public Executor {
     std::copy(transfers, transfers + n, a.transfers);
     CC_CHECK(orderAfterLastLaunch(stream));
     CC_CHECK(tracedLaunch(op.name, [&] { return cudaLaunchP2p(a, stream); }));
-    lastStream_ = stream;
+    CC_CHECK(launched(stream, op));
     return kOk;
   }
 
@@ -484,6 +486,13 @@ class CudaExecutor final : public Executor {
     return kOk;
   }
 
+  // After each launch: the next one orders after it, and one that may use NET keeps the proxy
+  // awake until it ends. Called under launchMu_.
+  Status launched(cudaStream_t stream, const ExecOp& op) {
+    lastStream_ = stream;
+    return op.overNet && netLaunches_ != nullptr ? netLaunches_->launched(stream) : kOk;
+  }
+
   // A communicator's kernels share its connections' step counters, so they must run one after the
   // other: the same stream orders them; a new stream first waits for the last launch's. Where
   // that cannot be expressed (a stream being captured into a graph waits for nothing outside it;
@@ -532,6 +541,7 @@ class CudaExecutor final : public Executor {
   cudaEvent_t orderEvent_ = nullptr;
   FusedLaunch fused_;  // where ranks sharing this device launch as one (COLLCOMM_GPU_FUSED_LAUNCH)
   std::unique_ptr<ProcessWatch> peerProcesses_;  // watchPeerProcesses
+  std::unique_ptr<NetLaunchWatch> netLaunches_;  // launches over NET, until they end (launched)
   std::mutex launchMu_;
   cudaStream_t lastStream_ = nullptr;
   bool hasLaunched_ = false;

@@ -225,11 +225,21 @@ Status cudaKernelResult(const CudaKernelStatus& st, const char* opName, int rank
   switch (static_cast<CudaFailReason>(st.reason)) {
     case CudaFailReason::kAborted:
       return CC_ERROR(code, "%s on rank %d stopped: the communicator was aborted (ccCommAbort)", opName, rank);
-    case CudaFailReason::kPeerGone:
+    case CudaFailReason::kPeerGone: {
+      // As the host executor says it (host_platform.cc): who left first, and why.
+      const uint32_t state = static_cast<uint32_t>(st.got);
+      const int culprit = goneCulprit(state);
+      const char* why = goneReasonText(goneReason(state));
+      if (culprit >= 0 && culprit != st.peerRank)
+        return CC_ERROR(code,
+                        "%s on rank %d failed: rank %d %s, and rank %d left the operation because of it while "
+                        "channel %d of this rank was waiting for %s",
+                        opName, rank, culprit, why, st.peerRank, st.channel, st.what);
       return CC_ERROR(code,
-                      "%s on rank %d failed: rank %d left the operation (it failed or was aborted) while channel %d "
-                      "of this rank was waiting for %s",
-                      opName, rank, st.peerRank, st.channel, st.what);
+                      "%s on rank %d failed: rank %d %s and left the operation while channel %d of this rank was "
+                      "waiting for %s",
+                      opName, rank, st.peerRank, why, st.channel, st.what);
+    }
     case CudaFailReason::kPeerExited:
       return CC_ERROR(code,
                       "%s on rank %d failed: rank %d's process exited while channel %d of this rank was waiting for "

@@ -259,10 +259,13 @@ class CudaPlatform {
       }
       return false;
     }
-    if (peer.peerState != nullptr &&
-        isGone(cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*peer.peerState).load(cuda::memory_order_acquire))) {
-      fail(ccRemoteError, CudaFailReason::kPeerGone, peer, what);
-      return false;
+    if (peer.peerState != nullptr) {
+      const uint32_t state =
+          cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*peer.peerState).load(cuda::memory_order_acquire);
+      if (isGone(state)) {
+        fail(ccRemoteError, CudaFailReason::kPeerGone, peer, what, state);  // the state names who and why
+        return false;
+      }
     }
     if (timeoutNs_ != 0) {
       const uint64_t now = globalTimerNs();

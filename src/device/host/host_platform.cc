@@ -25,8 +25,7 @@ bool HostPlatform::healthy(const PeerRef& peer, const char* what, Recheck again)
       if (again.fn(again.arg)) return true;
       const int culprit = goneCulprit(state);
       const GoneReason reason = goneReason(state);
-      static const char* const kWhy[] = {"failed", "exited", "timed out", "was aborted"};
-      const char* why = kWhy[static_cast<uint32_t>(reason) < 4 ? static_cast<uint32_t>(reason) : 0];
+      const char* why = goneReasonText(reason);
       if (culprit >= 0 && culprit != peer.rank)
         status_ = CC_ERROR(Status::kRemoteError,
                            "%s on rank %d failed: rank %d (host %s) %s, and rank %d (host %s) left the operation "

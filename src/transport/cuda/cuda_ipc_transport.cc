@@ -1,26 +1,43 @@
 // CUDA IPC transport: GPU ranks of different processes on one host (distinct GPUs, or one GPU
 // under MPS; core/gpu_job.h decides which jobs may run). The FIFO lives in the receiver's device
-// memory, allocated on its own (cudaMalloc: an IPC handle names a whole allocation, and the FIFO
-// pool's memory cannot be exported this way) and cleared on the setup stream; its IPC handle
-// travels in the connection description, and the sender opens it in its process, with peer access
-// enabled where its device is another. Each side frees only its own share: the sender closes its
-// mapping, the receiver frees the memory. Not yet: an exportable stream-ordered pool (its file
-// descriptor passed to the peer process), so that FIFOs made after init, when a peer's kernel may
-// already spin on this rank, do not come from cudaMalloc, which CUDA may synchronise.
+// memory, allocated on its own (a handle names a whole allocation) and cleared on the setup stream.
+// Two ways to share it, told apart in the connection description:
+//   - cuMem* memory (cuda_vmm.h), where the device exports it as a file descriptor: the receiver
+//     offers the descriptor (common/fd_share.h) and the sender fetches it over a Unix socket and
+//     maps it. Made without cudaMalloc, which CUDA may synchronise with kernels already running,
+//     where a peer's kernel may spin on this rank (FIFOs made after init, on first use). The offer
+//     is withdrawn once the sender holds the memory.
+//   - otherwise, or with COLLCOMM_CUMEM_ENABLE=0, cudaMalloc and cudaIpcGetMemHandle.
+// The sender's process maps it with access for its own device (peer access where that is
+// another). Each side frees only its own share: the sender unmaps, the receiver frees.
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <cstring>
 
+#include "common/fd_share.h"
+#include "common/params.h"
 #include "device/executor.h"
+#include "transport/cuda/cuda_vmm.h"
 #include "transport/cuda/fifo_setup_stream.h"
 #include "transport/transport.h"
 
 namespace collcomm::detail {
 namespace {
 
+enum class IpcKind : uint32_t { kRuntimeIpc = 0, kVmm = 1 };
+
 struct IpcDescData {
-  cudaIpcMemHandle_t handle;
+  IpcKind kind;
+  uint32_t pad;
   uint64_t processToken;  // the receiver's process, which the sender must not be
+  union {
+    cudaIpcMemHandle_t handle;  // kRuntimeIpc
+    struct {
+      FdTicket ticket;
+      uint64_t mappedBytes;  // the allocation as the receiver mapped it (rounded to its granularity)
+    } vmm;
+  };
 };
 static_assert(sizeof(IpcDescData) <= sizeof(ConnDesc::data));
 
@@ -28,31 +45,78 @@ static_assert(sizeof(IpcDescData) <= sizeof(ConnDesc::data));
 // mapping of it in this process (closed).
 class IpcFifo final : public FifoMemory {
  public:
+  // Runtime IPC: the allocation (owner) or the mapping of a peer's.
   IpcFifo(void* base, int device, bool owner) : base_(base), device_(device), owner_(owner) {}
+  // cuMem: this process's mapping; the owner's offer until withdrawn.
+  IpcFifo(const VmmRange& range, int device, bool owner, uint64_t offer)
+      : base_(range.ptr), device_(device), owner_(owner), vmm_(range), offer_(offer) {}
   ~IpcFifo() override {
+    withdrawOffer();
     ScopedDevice on(device_);
-    if (owner_)
+    if (vmm_.ptr != nullptr)
+      vmmRelease(&vmm_);
+    else if (owner_)
       (void)cudaFree(base_);
     else
       (void)cudaIpcCloseMemHandle(base_);
     (void)cudaGetLastError();
   }
   void* base() override { return base_; }
+  void withdrawOffer() {
+    if (offer_ != 0) withdrawFd(offer_);
+    offer_ = 0;
+  }
 
  private:
   void* base_;
   int device_;
   bool owner_;
+  VmmRange vmm_;
+  uint64_t offer_ = 0;  // fd_share's id of the descriptor offered to the sender (0: none)
 };
 
 bool ipcCanConnect(const PeerInfo& self, const PeerInfo& peer) {
   return self.device >= 0 && peer.device >= 0 && self.processToken != peer.processToken &&
-         self.hostHash == peer.hostHash;
+         self.hostHash == peer.hostHash && paramInt(Param::kP2pDisable) == 0;
 }
 
-Status ipcCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer, const ConnSetup&,
-                     std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
-  const size_t bytes = layout.totalBytes();
+Status clearOnDevice(void* base, size_t bytes, int device) {
+  cudaStream_t stream = nullptr;
+  cudaError_t err = fifoSetupStream(device, &stream);
+  if (err == cudaSuccess) err = cudaMemsetAsync(base, 0, bytes, stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return CC_ERROR(Status::kCudaError, "clearing a %zu-byte FIFO on CUDA device %d failed: %s", bytes, device,
+                    cudaGetErrorString(err));
+  }
+  return kOk;
+}
+
+// The FIFO as cuMem memory, its descriptor offered to the sender's process.
+Status createVmmFifo(size_t bytes, const PeerInfo& self, std::unique_ptr<FifoMemory>* mem, IpcDescData* data) {
+  ScopedDevice on(self.device);
+  VmmRange range;
+  int fd = -1;
+  CC_CHECK(vmmAllocate(self.device, bytes, &range, &fd));
+  FdTicket ticket;
+  const Status offered = offerFd(fd, &ticket);
+  close(fd);  // the offer holds its own copy
+  if (!isOk(offered)) {
+    vmmRelease(&range);
+    return offered;
+  }
+  auto owned = std::make_unique<IpcFifo>(range, self.device, /*owner=*/true, ticket.id);
+  CC_CHECK(clearOnDevice(range.ptr, range.bytes, self.device));
+  data->kind = IpcKind::kVmm;
+  data->vmm.ticket = ticket;
+  data->vmm.mappedBytes = range.bytes;
+  *mem = std::move(owned);
+  return kOk;
+}
+
+Status createRuntimeIpcFifo(size_t bytes, const PeerInfo& self, const PeerInfo& peer, std::unique_ptr<FifoMemory>* mem,
+                            IpcDescData* data) {
   ScopedDevice on(self.device);
   void* base = nullptr;
   cudaError_t err = cudaMalloc(&base, bytes);
@@ -63,26 +127,36 @@ Status ipcCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerI
                     peer.pid, self.device, cudaGetErrorString(err));
   }
   auto owned = std::make_unique<IpcFifo>(base, self.device, /*owner=*/true);
-  cudaStream_t stream = nullptr;
-  err = fifoSetupStream(self.device, &stream);
-  if (err == cudaSuccess) err = cudaMemsetAsync(base, 0, bytes, stream);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
-  IpcDescData data{};
-  if (err == cudaSuccess) err = cudaIpcGetMemHandle(&data.handle, base);
+  CC_CHECK(clearOnDevice(base, bytes, self.device));
+  err = cudaIpcGetMemHandle(&data->handle, base);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
-    return CC_ERROR(Status::kCudaError, "preparing the FIFO from rank %d (pid %d) on CUDA device %d for it failed: %s",
+    return CC_ERROR(Status::kCudaError,
+                    "making an IPC handle for the FIFO from rank %d (pid %d) on CUDA device %d "
+                    "failed: %s",
                     peer.rank, peer.pid, self.device, cudaGetErrorString(err));
   }
-  data.processToken = self.processToken;
-  memset(desc, 0, sizeof(*desc));
-  desc->bytes = bytes;
-  memcpy(desc->data, &data, sizeof(data));
+  data->kind = IpcKind::kRuntimeIpc;
   *mem = std::move(owned);
   return kOk;
 }
 
-Status ipcAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo& peer, const ConnSetup&,
+Status ipcCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer, const ConnSetup&,
+                     std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
+  const size_t bytes = layout.totalBytes();
+  IpcDescData data{};
+  data.processToken = self.processToken;
+  if (paramInt(Param::kCuMemEnable) != 0 && vmmExportable(self.device))
+    CC_CHECK(createVmmFifo(bytes, self, mem, &data));
+  else
+    CC_CHECK(createRuntimeIpcFifo(bytes, self, peer, mem, &data));
+  memset(desc, 0, sizeof(*desc));
+  desc->bytes = bytes;
+  memcpy(desc->data, &data, sizeof(data));
+  return kOk;
+}
+
+Status ipcAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo& peer, const ConnSetup& setup,
                      std::unique_ptr<FifoMemory>* mem) {
   IpcDescData data;
   memcpy(&data, desc.data, sizeof(data));
@@ -90,6 +164,20 @@ Status ipcAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo&
     return CC_ERROR(Status::kInternalError, "CUDA IPC connection description from rank %d names this process",
                     peer.rank);
   ScopedDevice on(self.device);
+  if (data.kind == IpcKind::kVmm) {
+    int fd = -1;
+    CC_CHECK(fetchFd(data.vmm.ticket, peer.rank, setup.deadline, &fd));
+    VmmRange range;
+    const Status s = vmmImport(fd, data.vmm.mappedBytes, self.device, &range);
+    close(fd);  // the import holds the memory
+    if (!isOk(s))
+      return CC_ERROR(Status::kCudaError,
+                      "mapping the FIFO of rank %d (host %s, pid %d; its CUDA device %d) for CUDA "
+                      "device %d failed: %s",
+                      peer.rank, peer.host, peer.pid, peer.device, self.device, threadLastError().c_str());
+    *mem = std::make_unique<IpcFifo>(range, self.device, /*owner=*/false, 0);
+    return kOk;
+  }
   void* base = nullptr;
   const cudaError_t err = cudaIpcOpenMemHandle(&base, data.handle, cudaIpcMemLazyEnablePeerAccess);
   if (err != cudaSuccess) {
@@ -103,6 +191,12 @@ Status ipcAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo&
   return kOk;
 }
 
+// The sender holds the memory: nobody else may fetch it.
+Status ipcSenderAttached(FifoMemory& mem, const PeerInfo&, const ConnSetup&) {
+  static_cast<IpcFifo&>(mem).withdrawOffer();
+  return kOk;
+}
+
 }  // namespace
 
 const TransportOps kCudaIpcTransport = {
@@ -110,7 +204,7 @@ const TransportOps kCudaIpcTransport = {
     .canConnect = ipcCanConnect,
     .createFifo = ipcCreateFifo,
     .attachFifo = ipcAttachFifo,
-    .senderAttached = nullptr,
+    .senderAttached = ipcSenderAttached,
     .stepMaxBytes = nullptr,
     .proxied = false,
     .deviceFifo = true,

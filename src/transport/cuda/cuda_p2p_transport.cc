@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/params.h"
 #include "device/executor.h"
 #include "transport/cuda/fifo_setup_stream.h"
 #include "transport/transport.h"
@@ -47,7 +48,8 @@ class CudaFifoMemory final : public FifoMemory {
 };
 
 bool cudaCanConnect(const PeerInfo& self, const PeerInfo& peer) {
-  return self.device >= 0 && peer.device >= 0 && self.processToken == peer.processToken;
+  return self.device >= 0 && peer.device >= 0 && self.processToken == peer.processToken &&
+         paramInt(Param::kP2pDisable) == 0;
 }
 
 // The pool device FIFOs come from, one per device for the process, made at the first FIFO (a

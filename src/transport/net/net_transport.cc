@@ -3,8 +3,9 @@
 // (proxy/proxy.h). The FIFO block (and the LL staging buffer) are registered with the backend once
 // per connection, for backends whose network needs registered memory.
 //
-// Each side has an ordinary FIFO (device/fifo.h) in its own memory, and the executors run the
-// same protocol code as for P2P/SHM. The proxy of the sending process moves each published step
+// Each side has an ordinary FIFO (device/fifo.h) in its own memory (pinned host memory the device
+// reaches, for GPU ranks: net_transport.h), and the executors run the same protocol code as for
+// P2P/SHM. The proxy of the sending process moves each published step
 // from its local FIFO to the network; the proxy of the receiving process lands it in the
 // receiver's FIFO and publishes it:
 //   Simple: sender proxy sees simpleTail pass a step, isends the slot (simpleBytes[slot] bytes,
@@ -27,8 +28,10 @@
 //           vanishes silently ends in the executor's ccTimeout.
 // Flow control is the receiver's slots: its proxy posts a receive only for a free slot, and the
 // network holds the rest.
-#include <sched.h>
+#include "transport/net/net_transport.h"
+
 #include <poll.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -114,8 +117,15 @@ struct DeferredRecvClose {
 
 class NetConnection final : public FifoMemory, public ProxyClient {
  public:
-  NetConnection(bool isSend, const FifoLayout& layout, const PeerInfo& peer, const ConnSetup& setup)
-      : isSend_(isSend), layout_(layout), peerRank_(peer.rank), opsRunning_(setup.opsRunning), net_(&selectedNet()) {}
+  NetConnection(const NetBlockMemory& memory, bool isSend, const FifoLayout& layout, const PeerInfo& self,
+                const PeerInfo& peer, const ConnSetup& setup)
+      : memory_(memory),
+        self_(self),
+        isSend_(isSend),
+        layout_(layout),
+        peerRank_(peer.rank),
+        opsRunning_(setup.opsRunning),
+        net_(&selectedNet()) {}
 
   ~NetConnection() override {
     // Each phase's time is logged (INFO, NET): a teardown is part of ccCommAbort's bounded time.
@@ -141,7 +151,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     const auto t3 = Clock::now();
     if (comm_ != nullptr) closeComm(net_, comm_, isSend_, {blockMr_, stageMr_});
     if (listen_ != nullptr) (void)net_->closeListen(listen_);
-    free(block_);
+    if (block_ != nullptr) memory_.release(block_, self_);
     auto ms = [](Clock::time_point a, Clock::time_point b) {
       return std::chrono::duration<double, std::milli>(b - a).count();
     };
@@ -154,10 +164,9 @@ class NetConnection final : public FifoMemory, public ProxyClient {
 
   Status allocate() {
     const size_t bytes = layout_.totalBytes();
-    block_ = static_cast<char*>(aligned_alloc(kFifoAlign, bytes));
-    if (block_ == nullptr)
-      return CC_ERROR(Status::kSystemError, "could not allocate %zu bytes for the NET connection %s rank %d", bytes,
-                      isSend_ ? "to" : "from", peerRank_);
+    void* block = nullptr;
+    CC_CHECK(memory_.allocate(bytes, self_, &block));
+    block_ = static_cast<char*>(block);
     memset(block_, 0, bytes);
     ctrl_ = reinterpret_cast<FifoCtrl*>(block_);
     simpleBuf_ = block_ + layout_.simpleOffset();
@@ -482,6 +491,8 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     return lCursor_.fits(lHeadLineSeen_, maxLines, ringLines());
   }
 
+  const NetBlockMemory& memory_;
+  const PeerInfo self_;
   const bool isSend_;
   const FifoLayout layout_;
   const int peerRank_;
@@ -515,6 +526,29 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   bool stateSent_ = false;
 };
 
+// Host ranks' blocks: ordinary memory.
+Status hostAllocate(size_t bytes, const PeerInfo&, void** block) {
+  *block = aligned_alloc(kFifoAlign, bytes);
+  if (*block == nullptr) return CC_ERROR(Status::kSystemError, "could not allocate %zu bytes for a NET FIFO", bytes);
+  return kOk;
+}
+void hostRelease(void* block, const PeerInfo&) { free(block); }
+constexpr NetBlockMemory kHostBlocks{hostAllocate, hostRelease};
+
+Status netCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer, const ConnSetup& setup,
+                     std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
+  return netCreateFifoIn(kHostBlocks, layout, self, peer, setup, mem, desc);
+}
+
+Status netAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo& peer, const ConnSetup& setup,
+                     std::unique_ptr<FifoMemory>* mem) {
+  return netAttachFifoIn(kHostBlocks, desc, self, peer, setup, mem);
+}
+
+}  // namespace
+
+const char kNetTransportName[] = "NET";
+
 bool netCanConnect(const PeerInfo&, const PeerInfo&) { return true; }
 
 // Simple steps the network moves in whole packets (net.h wholeSegmentBytes): on loopback a 128 KiB
@@ -526,9 +560,9 @@ size_t netStepMaxBytes(const FifoLayout& layout) {
   return net.wholeSegmentBytes(kNetDev, layout.simpleStepBytes, 64);
 }
 
-Status netCreateFifo(const FifoLayout& layout, const PeerInfo&, const PeerInfo& peer, const ConnSetup& setup,
-                     std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
-  auto conn = std::make_unique<NetConnection>(false, layout, peer, setup);
+Status netCreateFifoIn(const NetBlockMemory& memory, const FifoLayout& layout, const PeerInfo& self,
+                       const PeerInfo& peer, const ConnSetup& setup, std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
+  auto conn = std::make_unique<NetConnection>(memory, false, layout, self, peer, setup);
   CC_CHECK(conn->allocate());
   memset(desc, 0, sizeof(*desc));
   CC_CHECK(conn->listen(setup, desc->data));
@@ -537,10 +571,10 @@ Status netCreateFifo(const FifoLayout& layout, const PeerInfo&, const PeerInfo& 
   return kOk;
 }
 
-Status netAttachFifo(const ConnDesc& desc, const PeerInfo&, const PeerInfo& peer, const ConnSetup& setup,
-                     std::unique_ptr<FifoMemory>* mem) {
+Status netAttachFifoIn(const NetBlockMemory& memory, const ConnDesc& desc, const PeerInfo& self, const PeerInfo& peer,
+                       const ConnSetup& setup, std::unique_ptr<FifoMemory>* mem) {
   const FifoLayout layout{desc.simpleStepBytes, desc.llStepLines};
-  auto conn = std::make_unique<NetConnection>(true, layout, peer, setup);
+  auto conn = std::make_unique<NetConnection>(memory, true, layout, self, peer, setup);
   CC_CHECK(conn->allocate());
   CC_CHECK(conn->connect(setup, desc.data, peer));
   *mem = std::move(conn);
@@ -551,10 +585,8 @@ Status netSenderAttached(FifoMemory& mem, const PeerInfo& peer, const ConnSetup&
   return static_cast<NetConnection&>(mem).accept(setup, peer);
 }
 
-}  // namespace
-
 const TransportOps kNetTransport = {
-    .name = "NET",
+    .name = kNetTransportName,
     .canConnect = netCanConnect,
     .createFifo = netCreateFifo,
     .attachFifo = netAttachFifo,

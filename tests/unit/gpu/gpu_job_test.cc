@@ -84,12 +84,21 @@ TEST(GpuJob, ProcessesSharingAGpuNeedMps) {
   EXPECT_EQ(verdict(job({{.process = 1, .busId = -1}, {.process = 2, .busId = 0x200}}), &why), Status::kInvalidUsage);
 }
 
-TEST(GpuJob, HostsApartAreRefusedNamingThem) {
+TEST(GpuJob, HostsApartJoinOverNet) {
   std::string why;
-  ASSERT_EQ(verdict(job({{.process = 1, .host = 1}, {.process = 2, .host = 2, .busId = 0x100}}), &why),
-            Status::kInvalidUsage);
-  EXPECT_NE(why.find("rank 0 (host node1) and rank 1 (host node2) are GPU ranks on different hosts"), std::string::npos)
+  // One bus id on two machines is two GPUs.
+  EXPECT_EQ(
+      verdict(job({{.process = 1, .host = 1}, {.process = 2, .host = 2}, {.process = 3, .host = 2, .busId = 0x200}}),
+              &why),
+      kOk)
       << why;
+  // Hosts that are one machine (network namespaces, containers: one boot id) may still share a GPU.
+  std::vector<PeerInfo> peers = job({{.process = 1, .host = 1}, {.process = 2, .host = 2}});
+  peers[1].machineHash = peers[0].machineHash;
+  ASSERT_EQ(verdict(peers, &why), Status::kInvalidUsage);
+  EXPECT_NE(why.find("rank 0 (host node1, pid 1001) and rank 1 (pid 1002) share a GPU"), std::string::npos) << why;
+  peers[0].deviceMps = peers[1].deviceMps = 1;
+  EXPECT_EQ(verdict(peers, &why), kOk) << why;
 }
 
 TEST(GpuJob, GpuAndHostRanksDoNotMix) {

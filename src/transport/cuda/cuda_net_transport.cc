@@ -1,0 +1,73 @@
+// NET for GPU ranks: ranks on different hosts (or GPU ranks of one host with COLLCOMM_P2P_DISABLE=1).
+// The FIFO block is pinned host memory mapped into the device, at the same address in both (unified
+// addressing): the kernels publish their steps into it over PCIe, as they would into a peer's
+// device memory, and the proxy thread moves them to the network exactly as for host ranks
+// (net_transport.cc). No GPU memory is registered with the network, so any backend carries it;
+// reading GPU buffers straight from the NIC (GPUDirect RDMA) is not built.
+#include <cuda_runtime.h>
+
+#include "device/executor.h"
+#include "transport/net/net_transport.h"
+#include "transport/transport.h"
+
+namespace collcomm::detail {
+namespace {
+
+Status pinnedAllocate(size_t bytes, const PeerInfo& self, void** block) {
+  ScopedDevice on(self.device);
+  void* host = nullptr;
+  // Portable: every device of the process reaches it (a communicator's ranks may be on several).
+  cudaError_t err = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return CC_ERROR(Status::kCudaError,
+                    "allocating a %zu-byte NET FIFO in pinned host memory for CUDA device %d failed: %s", bytes,
+                    self.device, cudaGetErrorString(err));
+  }
+  // The kernels are handed the block's host address: it must be the device's address too.
+  void* device = nullptr;
+  err = cudaHostGetDevicePointer(&device, host, 0);
+  if (err != cudaSuccess || device != host) {
+    (void)cudaGetLastError();
+    (void)cudaFreeHost(host);
+    return CC_ERROR(Status::kCudaError,
+                    "CUDA device %d does not see pinned host memory at its host address (%s): NET for GPU ranks needs "
+                    "unified addressing",
+                    self.device, err != cudaSuccess ? cudaGetErrorString(err) : "another address");
+  }
+  *block = host;
+  return kOk;
+}
+
+void pinnedRelease(void* block, const PeerInfo& self) {
+  ScopedDevice on(self.device);
+  (void)cudaFreeHost(block);
+  (void)cudaGetLastError();
+}
+
+constexpr NetBlockMemory kPinnedBlocks{pinnedAllocate, pinnedRelease};
+
+Status cudaNetCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer, const ConnSetup& setup,
+                         std::unique_ptr<FifoMemory>* mem, ConnDesc* desc) {
+  return netCreateFifoIn(kPinnedBlocks, layout, self, peer, setup, mem, desc);
+}
+
+Status cudaNetAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo& peer, const ConnSetup& setup,
+                         std::unique_ptr<FifoMemory>* mem) {
+  return netAttachFifoIn(kPinnedBlocks, desc, self, peer, setup, mem);
+}
+
+}  // namespace
+
+const TransportOps kCudaNetTransport = {
+    .name = kNetTransportName,
+    .canConnect = netCanConnect,
+    .createFifo = cudaNetCreateFifo,
+    .attachFifo = cudaNetAttachFifo,
+    .senderAttached = netSenderAttached,
+    .stepMaxBytes = netStepMaxBytes,
+    .proxied = true,
+    .deviceFifo = true,
+};
+
+}  // namespace collcomm::detail

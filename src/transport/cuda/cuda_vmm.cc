@@ -1,0 +1,187 @@
+// cuMem* allocations shared between processes as file descriptors (see cuda_vmm.h).
+#include "transport/cuda/cuda_vmm.h"
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+namespace collcomm::detail {
+namespace {
+
+// The driver calls this file makes, found once through the runtime.
+struct Driver {
+  decltype(&::cuDeviceGet) deviceGet = nullptr;
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
+  decltype(&::cuMemGetAllocationGranularity) granularity = nullptr;
+  decltype(&::cuMemCreate) create = nullptr;
+  decltype(&::cuMemExportToShareableHandle) exportHandle = nullptr;
+  decltype(&::cuMemImportFromShareableHandle) importHandle = nullptr;
+  decltype(&::cuMemAddressReserve) reserve = nullptr;
+  decltype(&::cuMemAddressFree) addressFree = nullptr;
+  decltype(&::cuMemMap) map = nullptr;
+  decltype(&::cuMemUnmap) unmap = nullptr;
+  decltype(&::cuMemSetAccess) setAccess = nullptr;
+  decltype(&::cuMemRelease) release = nullptr;
+  bool ok = false;
+};
+
+template <class Fn>
+bool lookUp(const char* symbol, Fn* fn) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  // 12000: the ABI these entry points have had since CUDA 12.0.
+  if (cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || p == nullptr) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  *fn = reinterpret_cast<Fn>(p);
+  return true;
+}
+
+const Driver& driver() {
+  static Driver d;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    d.ok = lookUp("cuDeviceGet", &d.deviceGet) && lookUp("cuDeviceGetAttribute", &d.deviceGetAttribute) &&
+           lookUp("cuGetErrorString", &d.getErrorString) && lookUp("cuMemGetAllocationGranularity", &d.granularity) &&
+           lookUp("cuMemCreate", &d.create) && lookUp("cuMemExportToShareableHandle", &d.exportHandle) &&
+           lookUp("cuMemImportFromShareableHandle", &d.importHandle) && lookUp("cuMemAddressReserve", &d.reserve) &&
+           lookUp("cuMemAddressFree", &d.addressFree) && lookUp("cuMemMap", &d.map) && lookUp("cuMemUnmap", &d.unmap) &&
+           lookUp("cuMemSetAccess", &d.setAccess) && lookUp("cuMemRelease", &d.release);
+  });
+  return d;
+}
+
+const char* errorText(CUresult r) {
+  const char* s = nullptr;
+  if (driver().getErrorString == nullptr || driver().getErrorString(r, &s) != CUDA_SUCCESS || s == nullptr)
+    return "unknown CUDA driver error";
+  return s;
+}
+
+CUmemAllocationProp deviceProp(int device) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  return prop;
+}
+
+// Reserves an address range for `handle`'s `bytes`, maps it and lets `device` read and write it.
+// On failure releases what it made, never the handle.
+Status mapFor(uint64_t handle, size_t bytes, int device, VmmRange* out, const char* what) {
+  const Driver& d = driver();
+  CUdeviceptr ptr = 0;
+  CUresult r = d.reserve(&ptr, bytes, 0, 0, 0);
+  if (r != CUDA_SUCCESS)
+    return CC_ERROR(Status::kCudaError, "%s: reserving %zu bytes of addresses failed: %s", what, bytes, errorText(r));
+  r = d.map(ptr, bytes, 0, handle, 0);
+  if (r != CUDA_SUCCESS) {
+    (void)d.addressFree(ptr, bytes);
+    return CC_ERROR(Status::kCudaError, "%s: mapping %zu bytes failed: %s", what, bytes, errorText(r));
+  }
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = device;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  r = d.setAccess(ptr, bytes, &access, 1);
+  if (r != CUDA_SUCCESS) {
+    (void)d.unmap(ptr, bytes);
+    (void)d.addressFree(ptr, bytes);
+    return CC_ERROR(Status::kCudaError,
+                    "%s: letting CUDA device %d reach the memory failed: %s (can it reach the owner's device? "
+                    "cudaDeviceCanAccessPeer)",
+                    what, device, errorText(r));
+  }
+  out->ptr = reinterpret_cast<void*>(ptr);
+  out->bytes = bytes;
+  out->handle = handle;
+  return kOk;
+}
+
+}  // namespace
+
+bool vmmExportable(int device) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cached[kMaxDevices] = {};  // 0 unknown, 1 yes, 2 no
+  if (device < 0 || device >= kMaxDevices) return false;
+  if (const int c = cached[device].load(std::memory_order_acquire); c != 0) return c == 1;
+  const Driver& d = driver();
+  bool yes = false;
+  CUdevice dev = 0;
+  if (d.ok && d.deviceGet(&dev, device) == CUDA_SUCCESS) {
+    int vmm = 0, fd = 0;
+    yes = d.deviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) == CUDA_SUCCESS &&
+          d.deviceGetAttribute(&fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev) ==
+              CUDA_SUCCESS &&
+          vmm != 0 && fd != 0;
+  }
+  cached[device].store(yes ? 1 : 2, std::memory_order_release);
+  return yes;
+}
+
+Status vmmAllocate(int device, size_t bytes, VmmRange* out, int* exportFd) {
+  *exportFd = -1;
+  const Driver& d = driver();
+  if (!d.ok) return CC_ERROR(Status::kCudaError, "the CUDA driver offers no cuMem* entry points");
+  const CUmemAllocationProp prop = deviceProp(device);
+  size_t granularity = 0;
+  CUresult r = d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (r != CUDA_SUCCESS || granularity == 0)
+    return CC_ERROR(Status::kCudaError, "asking CUDA device %d for its allocation granularity failed: %s", device,
+                    errorText(r));
+  const size_t rounded = (bytes + granularity - 1) / granularity * granularity;
+  CUmemGenericAllocationHandle handle = 0;
+  r = d.create(&handle, rounded, &prop, 0);
+  if (r != CUDA_SUCCESS)
+    return CC_ERROR(Status::kCudaError, "allocating %zu bytes on CUDA device %d (cuMemCreate) failed: %s", rounded,
+                    device, errorText(r));
+  int fd = -1;
+  r = d.exportHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  if (r != CUDA_SUCCESS) {
+    (void)d.release(handle);
+    return CC_ERROR(Status::kCudaError, "exporting a cuMem allocation of CUDA device %d as a descriptor failed: %s",
+                    device, errorText(r));
+  }
+  const Status s = mapFor(handle, rounded, device, out, "a FIFO on this rank's device");
+  if (!isOk(s)) {
+    close(fd);
+    (void)d.release(handle);
+    return s;
+  }
+  *exportFd = fd;
+  return kOk;
+}
+
+Status vmmImport(int fd, size_t bytes, int device, VmmRange* out) {
+  const Driver& d = driver();
+  if (!d.ok) return CC_ERROR(Status::kCudaError, "the CUDA driver offers no cuMem* entry points");
+  CUmemGenericAllocationHandle handle = 0;
+  // The descriptor travels as the handle's value (the driver's convention for POSIX handles).
+  const CUresult r = d.importHandle(&handle, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  if (r != CUDA_SUCCESS)
+    return CC_ERROR(Status::kCudaError, "importing a peer process's cuMem allocation failed: %s", errorText(r));
+  const Status s = mapFor(handle, bytes, device, out, "a peer process's FIFO");
+  if (!isOk(s)) (void)d.release(handle);
+  return s;
+}
+
+void vmmRelease(VmmRange* range) {
+  if (range->ptr == nullptr) return;
+  const Driver& d = driver();
+  const auto ptr = reinterpret_cast<CUdeviceptr>(range->ptr);
+  (void)d.unmap(ptr, range->bytes);
+  (void)d.addressFree(ptr, range->bytes);
+  (void)d.release(range->handle);
+  *range = VmmRange{};
+}
+
+}  // namespace collcomm::detail
