@@ -75,7 +75,7 @@ struct UserRedOp {
   ccDataType_t dtype = ccFloat32;
   ccScalarResidence_t residence = ccScalarHostImmediate;
   uint64_t scalarBits = 0;        // host-immediate scalar, as the dtype's bits
-  const void* scalarPtr = nullptr;  // scalar read when each operation starts
+  const void* scalarPtr = nullptr;  // ccScalarDevice: read when a host operation starts, by the kernel on a GPU
 };
 
 // A buffer registered by ccCommRegister; its address is the handle the user gets.

@@ -121,6 +121,9 @@ RedOpSpec opSpec(const ccComm* comm, const Op& op) {
   if (o < ccNumOps) return makeOpArg(op.op, op.dtype, comm->nranks);
   const UserRedOp& u = comm->userOps[static_cast<size_t>(o - ccNumOps)];
   if (u.residence == ccScalarHostImmediate) return RedOpSpec{RedOpKind::kPreMulSum, u.scalarBits};
+  // ccScalarDevice: a GPU communicator's kernel reads the scalar when it runs; a host
+  // communicator's operation runs now, and reads it now.
+  if (comm->gpu()) return RedOpSpec{RedOpKind::kPreMulSum, 0, u.scalarPtr};
   return makePreMulSumOpArg(op.dtype, u.scalarPtr);
 }
 

@@ -15,12 +15,12 @@ namespace collcomm::detail {
 Status checkGpuOp(ccComm* comm, const Op& op) {
   const char* name = collName(op.kind);
   const int o = static_cast<int>(op.op);
-  if (collReduces(op.kind) && o >= ccNumOps &&
-      comm->userOps[static_cast<size_t>(o - ccNumOps)].residence != ccScalarHostImmediate)
-    return CC_ERROR(Status::kInvalidUsage,
-                    "%s on rank %d: a ccRedOpCreatePreMulSum op with a device-resident scalar is not implemented on "
-                    "GPU communicators yet; create it with ccScalarHostImmediate",
-                    name, comm->rank);
+  // A ccScalarDevice PreMulSum's scalar is read by the kernel: it must be memory the device reaches.
+  if (collReduces(op.kind) && o >= ccNumOps) {
+    const UserRedOp& u = comm->userOps[static_cast<size_t>(o - ccNumOps)];
+    if (u.residence == ccScalarDevice)
+      CC_CHECK(comm->gpu()->checkBuffer(u.scalarPtr, dtypeSize(op.dtype), name, "the PreMulSum op's scalar"));
+  }
   size_t sendBytes = 0, recvBytes = 0;
   bufferSpans(comm, op, dtypeSize(op.dtype), &sendBytes, &recvBytes);
   CC_CHECK(comm->gpu()->checkBuffer(op.sendbuff, sendBytes, name, "sendbuff"));

@@ -13,7 +13,18 @@ namespace collcomm::detail {
 struct RedOpSpec {
   RedOpKind kind;
   uint64_t opArg;  // passed to the functor's constructor
+  // Non-null: the functor's scalar lies here, in device memory, and opArg is unused: a GPU
+  // communicator's PreMulSum with ccScalarDevice, read when the kernel runs (opArgOf), so that an
+  // earlier kernel of the stream may write it.
+  const void* scalarAddress = nullptr;
 };
+
+// What a functor on elements of T is made with: opArg, or the bits of the scalar at scalarAddress.
+template <class T>
+CC_HD inline uint64_t opArgOf(const RedOpSpec& op) {
+  if (op.scalarAddress == nullptr) return op.opArg;
+  return static_cast<uint64_t>(*static_cast<const UintOfSize<sizeof(T)>*>(op.scalarAddress));
+}
 
 // The bits of one T, zero-extended: FuncPreMulSum's opArg encoding.
 template <class T>

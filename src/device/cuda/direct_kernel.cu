@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaDirectKernel(const __grid
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
   CudaPlatform plat(args, &blockFailed);
-  const Fn fn(args.op.opArg);
+  const Fn fn(opArgOf<T>(args.op));
   const DirectWork w = directWorkOf(args, args.builtinOp, self, conns.peers, descs, tokens, transfers, args.chunk);
   const DirectResult r = directCollective<T>(plat, fn, w);
   if (r.mismatch >= 0)

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaOneShotKernel(const __gri
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
   CudaPlatform plat(args, &blockFailed);
-  const Fn fn(args.op.opArg);
+  const Fn fn(opArgOf<T>(args.op));
   const OneShotWork w{args.sendbuff, args.recvbuff, args.count,  args.rank,
                       args.nranks,   conns.peers,   args.gather, transfers};
   conns.finish(args, oneShotAllReduceAny<T>(plat, fn, w));

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_c
     waits.abortFlag = m.abortFlag;
     waits.status = m.status;
   }
-  const Fn fn(work.op.opArg);
+  const Fn fn(opArgOf<T>(work.op));
   if (work.nranks == 1) {
     // Alone: the result is this rank's input, pre- and post-processed (as the host executor).
     const RingWork w = channelWorkOf(work, c, ch.ringPos, ch.ringRanks, 0);

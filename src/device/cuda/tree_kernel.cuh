@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaTreeKernel(const __grid_c
   __shared__ uint32_t blockFailed;
 
   const int c = static_cast<int>(blockIdx.x);
-  const Fn fn(args.op.opArg);
+  const Fn fn(opArgOf<T>(args.op));
   if (args.nranks == 1) {
     // Alone: the result is this rank's input, pre- and post-processed (as the host executor).
     const RingWork w = channelWorkOf(args, c, 0, nullptr, 0);

@@ -112,6 +112,8 @@ class Pair {
   // Later checks put NaNs (all-ones payload) among the inputs: in every 3rd element on every rank,
   // in every 5th on odd ranks only.
   void setNanInputs(bool on) { nanInputs_ = on; }
+  // The GPU ranks' PreMulSum ops (op -1) take their scalar from device memory (ccScalarDevice).
+  void setDeviceScalars(bool on) { deviceScalars_ = on; }
   const std::string& error() const { return error_; }
 
   // Runs the case on both and returns "" or what differs.
@@ -123,6 +125,7 @@ class Pair {
     const size_t bufElems = std::max(sc, rc);
     std::vector<std::vector<char>> in(n_), hostOut(n_), gpuOut(n_);
     std::vector<ccRedOp_t> gpuOps(n_, static_cast<ccRedOp_t>(op < 0 ? ccSum : op)), hostOps = gpuOps;
+    std::vector<void*> dScalar(n_, nullptr);  // deviceScalars_: the GPU ranks' PreMulSum scalars
     const int fillOp = reduces(c) ? op : ccSum;
     for (int r = 0; r < n_; ++r) {
       in[r].assign(bufElems * e, 0);
@@ -131,8 +134,17 @@ class Pair {
       if (op < 0) {
         std::vector<char> scalar(e);
         storeValue(t, scalar.data(), kPreMulScalar);
-        if (ccRedOpCreatePreMulSum(&gpuOps[r], scalar.data(), t, ccScalarHostImmediate, gpu_[r]) != ccSuccess ||
-            ccRedOpCreatePreMulSum(&hostOps[r], scalar.data(), t, ccScalarHostImmediate, host_[r]) != ccSuccess)
+        if (deviceScalars_) {
+          // In device memory, written on the rank's stream after the op is made: the kernel must
+          // read it when it runs.
+          if (cudaMalloc(&dScalar[r], e) != cudaSuccess ||
+              ccRedOpCreatePreMulSum(&gpuOps[r], dScalar[r], t, ccScalarDevice, gpu_[r]) != ccSuccess ||
+              cudaMemcpyAsync(dScalar[r], scalar.data(), e, cudaMemcpyHostToDevice, streams_[r]) != cudaSuccess)
+            return std::string("a device-resident PreMulSum scalar: ") + ccGetLastError(nullptr);
+        } else if (ccRedOpCreatePreMulSum(&gpuOps[r], scalar.data(), t, ccScalarHostImmediate, gpu_[r]) != ccSuccess) {
+          return std::string("ccRedOpCreatePreMulSum: ") + ccGetLastError(nullptr);
+        }
+        if (ccRedOpCreatePreMulSum(&hostOps[r], scalar.data(), t, ccScalarHostImmediate, host_[r]) != ccSuccess)
           return std::string("ccRedOpCreatePreMulSum: ") + ccGetLastError(nullptr);
       }
     }
@@ -233,6 +245,7 @@ class Pair {
         ccRedOpDestroy(gpuOps[r], gpu_[r]);
         ccRedOpDestroy(hostOps[r], host_[r]);
       }
+      if (dScalar[r] != nullptr) cudaFree(dScalar[r]);
     }
     return failure;
   }
@@ -254,6 +267,7 @@ class Pair {
 
   int n_;
   bool nanInputs_ = false;
+  bool deviceScalars_ = false;
   bool ok_ = false;
   std::string error_;
   std::vector<ccComm_t> gpu_, host_;
@@ -324,6 +338,39 @@ TEST(GpuComm, NanBitsMatchHost) {
                 EXPECT_TRUE(f.empty()) << caseName(c, t, op, count, n - 1, inPlace != 0, n) << ": " << f;
               }
     }
+  });
+}
+
+// PreMulSum with its scalar in device memory (ccScalarDevice), read by the kernel when it runs:
+// every type and reducing collective, bit for bit against host communicators given the same scalar
+// immediately. A scalar in host memory is refused, naming it.
+TEST(GpuComm, DeviceScalarPreMulSumMatchesHost) {
+  SKIP_WITHOUT_GPU();
+  runWithWatchdog(180, [] {
+    Pair p(2);
+    ASSERT_TRUE(p.ok()) << p.error();
+    p.setDeviceScalars(true);
+    for (int ti = 0; ti < ccNumTypes; ++ti)
+      for (Coll c : {Coll::kAllReduce, Coll::kReduce, Coll::kReduceScatter})
+        for (size_t count : {size_t{7}, size_t{65537}}) {
+          const auto t = static_cast<ccDataType_t>(ti);
+          const std::string f = p.check(c, t, -1, count, 1, false);
+          EXPECT_TRUE(f.empty()) << caseName(c, t, -1, count, 1, false, 2) << ": " << f;
+        }
+    std::vector<ccComm_t> comms(2);
+    const int devs[2] = {0, 0};
+    CC_OK(ccCommInitAll(comms.data(), 2, devs));
+    float hostScalar = 0.5f;
+    ccRedOp_t op;
+    CC_OK(ccRedOpCreatePreMulSum(&op, &hostScalar, ccFloat32, ccScalarDevice, comms[0]));
+    float* d = nullptr;
+    CUDA_OK(cudaMalloc(&d, 64));
+    EXPECT_EQ(ccAllReduce(d, d, 16, ccFloat32, op, comms[0], nullptr), ccInvalidArgument);
+    EXPECT_NE(std::string(ccGetLastError(comms[0])).find("the PreMulSum op's scalar"), std::string::npos)
+        << ccGetLastError(comms[0]);
+    CC_OK(ccRedOpDestroy(op, comms[0]));
+    cudaFree(d);
+    for (ccComm_t comm : comms) CC_OK(ccCommDestroy(comm));
   });
 }
 
