@@ -1,20 +1,43 @@
-// NET for GPU ranks: ranks on different hosts (or GPU ranks of one host with COLLCOMM_P2P_DISABLE=1).
-// The FIFO block is pinned host memory mapped into the device, at the same address in both (unified
+// NET for GPU ranks: ranks on different hosts (or GPU ranks of one host with
+// COLLCOMM_P2P_DISABLE=1). The FIFO block is pinned host memory mapped into the device at the same
+// address in both (cuMem host memory where the driver has it, else cudaHostAlloc under unified
 // addressing): the kernels publish their steps into it over PCIe, as they would into a peer's
 // device memory, and the proxy thread moves them to the network exactly as for host ranks
 // (net_transport.cc). No GPU memory is registered with the network, so any backend carries it;
 // reading GPU buffers straight from the NIC (GPUDirect RDMA) is not built.
 #include <cuda_runtime.h>
 
+#include <mutex>
+#include <unordered_map>
+
+#include "common/log.h"
 #include "device/executor.h"
+#include "transport/cuda/cuda_vmm.h"
 #include "transport/net/net_transport.h"
 #include "transport/transport.h"
 
 namespace collcomm::detail {
 namespace {
 
+// The blocks made with cuMem (vmmAllocateHost), by address: their release needs the handle.
+std::mutex vmmBlocksMu;
+std::unordered_map<void*, VmmRange> vmmBlocks;
+
 Status pinnedAllocate(size_t bytes, const PeerInfo& self, void** block) {
   ScopedDevice on(self.device);
+  // cuMem host memory where the driver has it: FIFOs made on first use, while a peer's kernel may
+  // spin on this rank, must not come from cudaHostAlloc, which CUDA may synchronise with it.
+  if (vmmHostSupported(self.device)) {
+    VmmRange range;
+    if (isOk(vmmAllocateHost(self.device, bytes, &range))) {
+      std::lock_guard<std::mutex> lock(vmmBlocksMu);
+      vmmBlocks[range.ptr] = range;
+      *block = range.ptr;
+      return kOk;
+    }
+    CC_INFO(kSubsysNet, "NET FIFO in cuMem host memory failed (%s); using cudaHostAlloc", threadLastError().c_str());
+    clearThreadLastError();
+  }
   void* host = nullptr;
   // Portable: every device of the process reaches it (a communicator's ranks may be on several).
   cudaError_t err = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
@@ -41,6 +64,14 @@ Status pinnedAllocate(size_t bytes, const PeerInfo& self, void** block) {
 
 void pinnedRelease(void* block, const PeerInfo& self) {
   ScopedDevice on(self.device);
+  {
+    std::lock_guard<std::mutex> lock(vmmBlocksMu);
+    if (auto it = vmmBlocks.find(block); it != vmmBlocks.end()) {
+      vmmRelease(&it->second);
+      vmmBlocks.erase(it);
+      return;
+    }
+  }
   (void)cudaFreeHost(block);
   (void)cudaGetLastError();
 }

@@ -5,8 +5,10 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 
 namespace collcomm::detail {
@@ -74,9 +76,9 @@ CUmemAllocationProp deviceProp(int device) {
   return prop;
 }
 
-// Reserves an address range for `handle`'s `bytes`, maps it and lets `device` read and write it.
-// On failure releases what it made, never the handle.
-Status mapFor(uint64_t handle, size_t bytes, int device, VmmRange* out, const char* what) {
+// Reserves an address range for `handle`'s `bytes`, maps it and lets `device` (and, with
+// `cpuToo`, the CPU) read and write it. On failure releases what it made, never the handle.
+Status mapFor(uint64_t handle, size_t bytes, int device, VmmRange* out, const char* what, bool cpuToo = false) {
   const Driver& d = driver();
   CUdeviceptr ptr = 0;
   CUresult r = d.reserve(&ptr, bytes, 0, 0, 0);
@@ -87,11 +89,13 @@ Status mapFor(uint64_t handle, size_t bytes, int device, VmmRange* out, const ch
     (void)d.addressFree(ptr, bytes);
     return CC_ERROR(Status::kCudaError, "%s: mapping %zu bytes failed: %s", what, bytes, errorText(r));
   }
-  CUmemAccessDesc access{};
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = device;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  r = d.setAccess(ptr, bytes, &access, 1);
+  CUmemAccessDesc access[2] = {};
+  access[0].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access[0].location.id = device;
+  access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  access[1].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;  // its id is ignored
+  access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  r = d.setAccess(ptr, bytes, access, cpuToo ? 2 : 1);
   if (r != CUDA_SUCCESS) {
     (void)d.unmap(ptr, bytes);
     (void)d.addressFree(ptr, bytes);
@@ -106,25 +110,64 @@ Status mapFor(uint64_t handle, size_t bytes, int device, VmmRange* out, const ch
   return kOk;
 }
 
-}  // namespace
+// A device attribute through the driver; `otherwise` where the driver cannot tell.
+int deviceAttribute(int device, CUdevice_attribute attribute, int otherwise) {
+  const Driver& d = driver();
+  CUdevice dev = 0;
+  int value = 0;
+  if (!d.ok || d.deviceGet(&dev, device) != CUDA_SUCCESS ||
+      d.deviceGetAttribute(&value, attribute, dev) != CUDA_SUCCESS)
+    return otherwise;
+  return value;
+}
 
-bool vmmExportable(int device) {
+// Whether every one of `attributes` is nonzero on `device`, asked once per device and question.
+template <int kQuestion>
+bool cachedSupport(int device, std::initializer_list<CUdevice_attribute> attributes) {
   constexpr int kMaxDevices = 64;
   static std::atomic<int> cached[kMaxDevices] = {};  // 0 unknown, 1 yes, 2 no
   if (device < 0 || device >= kMaxDevices) return false;
   if (const int c = cached[device].load(std::memory_order_acquire); c != 0) return c == 1;
-  const Driver& d = driver();
-  bool yes = false;
-  CUdevice dev = 0;
-  if (d.ok && d.deviceGet(&dev, device) == CUDA_SUCCESS) {
-    int vmm = 0, fd = 0;
-    yes = d.deviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) == CUDA_SUCCESS &&
-          d.deviceGetAttribute(&fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev) ==
-              CUDA_SUCCESS &&
-          vmm != 0 && fd != 0;
-  }
+  bool yes = true;
+  for (CUdevice_attribute a : attributes) yes = yes && deviceAttribute(device, a, 0) != 0;
   cached[device].store(yes ? 1 : 2, std::memory_order_release);
   return yes;
+}
+
+}  // namespace
+
+bool vmmExportable(int device) {
+  return cachedSupport<0>(device, {CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                   CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED});
+}
+
+bool vmmHostSupported(int device) {
+  return cachedSupport<1>(device, {CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                   CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED});
+}
+
+Status vmmAllocateHost(int device, size_t bytes, VmmRange* out) {
+  const Driver& d = driver();
+  if (!d.ok) return CC_ERROR(Status::kCudaError, "the CUDA driver offers no cuMem* entry points");
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  // The node nearest the device; 0 where the system has no NUMA (CUDA's rule).
+  prop.location.id = std::max(0, deviceAttribute(device, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, 0));
+  size_t granularity = 0;
+  CUresult r = d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (r != CUDA_SUCCESS || granularity == 0)
+    return CC_ERROR(Status::kCudaError, "asking CUDA for the granularity of host memory near device %d failed: %s",
+                    device, errorText(r));
+  const size_t rounded = (bytes + granularity - 1) / granularity * granularity;
+  CUmemGenericAllocationHandle handle = 0;
+  r = d.create(&handle, rounded, &prop, 0);
+  if (r != CUDA_SUCCESS)
+    return CC_ERROR(Status::kCudaError, "allocating %zu bytes of host memory on NUMA node %d (cuMemCreate) failed: %s",
+                    rounded, prop.location.id, errorText(r));
+  const Status s = mapFor(handle, rounded, device, out, "a FIFO in host memory", /*cpuToo=*/true);
+  if (!isOk(s)) (void)d.release(handle);
+  return s;
 }
 
 Status vmmAllocate(int device, size_t bytes, VmmRange* out, int* exportFd) {

@@ -28,6 +28,12 @@ Status vmmAllocate(int device, size_t bytes, VmmRange* out, int* exportFd);
 // Maps the allocation another process exported as `fd` (`bytes` as that side mapped it) into this
 // process, read-write for `device` (the peer's own device or another with peer access).
 Status vmmImport(int fd, size_t bytes, int device, VmmRange* out);
+// Whether `device` supports cuMem allocations in host memory (CUDA 12.2 and later drivers).
+bool vmmHostSupported(int device);
+// Pinned host memory of at least `bytes` on the host NUMA node nearest `device` (not cleared),
+// read-write for the CPU and for `device`, at one address for both: what cudaHostAlloc gives,
+// without being among the calls CUDA may synchronise with kernels already running.
+Status vmmAllocateHost(int device, size_t bytes, VmmRange* out);
 // Unmaps and releases this process's share; the memory goes when every process released it.
 void vmmRelease(VmmRange* range);
 
