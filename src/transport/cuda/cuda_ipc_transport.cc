@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "common/fd_share.h"
+#include "common/log.h"
 #include "common/params.h"
 #include "device/executor.h"
 #include "transport/cuda/cuda_vmm.h"
@@ -146,10 +147,18 @@ Status ipcCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerI
   const size_t bytes = layout.totalBytes();
   IpcDescData data{};
   data.processToken = self.processToken;
-  if (paramInt(Param::kCuMemEnable) != 0 && vmmExportable(self.device))
-    CC_CHECK(createVmmFifo(bytes, self, mem, &data));
-  else
-    CC_CHECK(createRuntimeIpcFifo(bytes, self, peer, mem, &data));
+  // The receiver alone decides, and the description tells the sender which: a cuMem FIFO that
+  // cannot be made here falls back to runtime IPC.
+  bool made = false;
+  if (paramInt(Param::kCuMemEnable) != 0 && vmmExportable(self.device)) {
+    made = isOk(createVmmFifo(bytes, self, mem, &data));
+    if (!made) {
+      CC_INFO(kSubsysInit, "a cuMem FIFO on CUDA device %d failed (%s); sharing it through cudaIpcGetMemHandle",
+              self.device, threadLastError().c_str());
+      clearThreadLastError();
+    }
+  }
+  if (!made) CC_CHECK(createRuntimeIpcFifo(bytes, self, peer, mem, &data));
   memset(desc, 0, sizeof(*desc));
   desc->bytes = bytes;
   memcpy(desc->data, &data, sizeof(data));
@@ -173,7 +182,8 @@ Status ipcAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo&
     if (!isOk(s))
       return CC_ERROR(Status::kCudaError,
                       "mapping the FIFO of rank %d (host %s, pid %d; its CUDA device %d) for CUDA "
-                      "device %d failed: %s",
+                      "device %d failed: %s (COLLCOMM_CUMEM_ENABLE=0 shares FIFOs through cudaIpcGetMemHandle "
+                      "instead)",
                       peer.rank, peer.host, peer.pid, peer.device, self.device, threadLastError().c_str());
     *mem = std::make_unique<IpcFifo>(range, self.device, /*owner=*/false, 0);
     return kOk;
