@@ -23,13 +23,13 @@ namespace {
 std::mutex vmmBlocksMu;
 std::unordered_map<void*, VmmRange> vmmBlocks;
 
-Status pinnedAllocate(size_t bytes, const PeerInfo& self, void** block) {
-  ScopedDevice on(self.device);
+Status pinnedAllocate(size_t bytes, int device, void** block) {
+  ScopedDevice on(device);
   // cuMem host memory where the driver has it: FIFOs made on first use, while a peer's kernel may
   // spin on this rank, must not come from cudaHostAlloc, which CUDA may synchronise with it.
-  if (vmmHostSupported(self.device)) {
+  if (vmmHostSupported(device)) {
     VmmRange range;
-    if (isOk(vmmAllocateHost(self.device, bytes, &range))) {
+    if (isOk(vmmAllocateHost(device, bytes, &range))) {
       std::lock_guard<std::mutex> lock(vmmBlocksMu);
       vmmBlocks[range.ptr] = range;
       *block = range.ptr;
@@ -44,26 +44,26 @@ Status pinnedAllocate(size_t bytes, const PeerInfo& self, void** block) {
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     return CC_ERROR(Status::kCudaError,
-                    "allocating a %zu-byte NET FIFO in pinned host memory for CUDA device %d failed: %s", bytes,
-                    self.device, cudaGetErrorString(err));
+                    "allocating a %zu-byte NET FIFO in pinned host memory for CUDA device %d failed: %s", bytes, device,
+                    cudaGetErrorString(err));
   }
   // The kernels are handed the block's host address: it must be the device's address too.
-  void* device = nullptr;
-  err = cudaHostGetDevicePointer(&device, host, 0);
-  if (err != cudaSuccess || device != host) {
+  void* mapped = nullptr;
+  err = cudaHostGetDevicePointer(&mapped, host, 0);
+  if (err != cudaSuccess || mapped != host) {
     (void)cudaGetLastError();
     (void)cudaFreeHost(host);
     return CC_ERROR(Status::kCudaError,
                     "CUDA device %d does not see pinned host memory at its host address (%s): NET for GPU ranks needs "
                     "unified addressing",
-                    self.device, err != cudaSuccess ? cudaGetErrorString(err) : "another address");
+                    device, err != cudaSuccess ? cudaGetErrorString(err) : "another address");
   }
   *block = host;
   return kOk;
 }
 
-void pinnedRelease(void* block, const PeerInfo& self) {
-  ScopedDevice on(self.device);
+void pinnedRelease(void* block, int device) {
+  ScopedDevice on(device);
   {
     std::lock_guard<std::mutex> lock(vmmBlocksMu);
     if (auto it = vmmBlocks.find(block); it != vmmBlocks.end()) {

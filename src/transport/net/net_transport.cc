@@ -120,7 +120,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   NetConnection(const NetBlockMemory& memory, bool isSend, const FifoLayout& layout, const PeerInfo& self,
                 const PeerInfo& peer, const ConnSetup& setup)
       : memory_(memory),
-        self_(self),
+        device_(self.device),
         isSend_(isSend),
         layout_(layout),
         peerRank_(peer.rank),
@@ -151,7 +151,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     const auto t3 = Clock::now();
     if (comm_ != nullptr) closeComm(net_, comm_, isSend_, {blockMr_, stageMr_});
     if (listen_ != nullptr) (void)net_->closeListen(listen_);
-    if (block_ != nullptr) memory_.release(block_, self_);
+    if (block_ != nullptr) memory_.release(block_, device_);
     auto ms = [](Clock::time_point a, Clock::time_point b) {
       return std::chrono::duration<double, std::milli>(b - a).count();
     };
@@ -165,7 +165,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   Status allocate() {
     const size_t bytes = layout_.totalBytes();
     void* block = nullptr;
-    CC_CHECK(memory_.allocate(bytes, self_, &block));
+    CC_CHECK(memory_.allocate(bytes, device_, &block));
     block_ = static_cast<char*>(block);
     memset(block_, 0, bytes);
     ctrl_ = reinterpret_cast<FifoCtrl*>(block_);
@@ -492,7 +492,7 @@ class NetConnection final : public FifoMemory, public ProxyClient {
   }
 
   const NetBlockMemory& memory_;
-  const PeerInfo self_;
+  const int device_;  // the rank's, for memory_
   const bool isSend_;
   const FifoLayout layout_;
   const int peerRank_;
@@ -527,12 +527,12 @@ class NetConnection final : public FifoMemory, public ProxyClient {
 };
 
 // Host ranks' blocks: ordinary memory.
-Status hostAllocate(size_t bytes, const PeerInfo&, void** block) {
+Status hostAllocate(size_t bytes, int, void** block) {
   *block = aligned_alloc(kFifoAlign, bytes);
   if (*block == nullptr) return CC_ERROR(Status::kSystemError, "could not allocate %zu bytes for a NET FIFO", bytes);
   return kOk;
 }
-void hostRelease(void* block, const PeerInfo&) { free(block); }
+void hostRelease(void* block, int) { free(block); }
 constexpr NetBlockMemory kHostBlocks{hostAllocate, hostRelease};
 
 Status netCreateFifo(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer, const ConnSetup& setup,

@@ -12,11 +12,12 @@
 
 namespace collcomm::detail {
 
-// Where a NET connection's FIFO block lives. allocate returns kFifoAlign-aligned memory (not yet
-// cleared) or a sentence; release frees it. Both run on the communicator's control thread.
+// Where a NET connection's FIFO block lives, for a rank on `device` (-1: a host rank). allocate
+// returns kFifoAlign-aligned memory (not yet cleared) or a sentence; release frees it. Both run on
+// the communicator's control thread.
 struct NetBlockMemory {
-  Status (*allocate)(size_t bytes, const PeerInfo& self, void** block);
-  void (*release)(void* block, const PeerInfo& self);
+  Status (*allocate)(size_t bytes, int device, void** block);
+  void (*release)(void* block, int device);
 };
 
 bool netCanConnect(const PeerInfo& self, const PeerInfo& peer);
