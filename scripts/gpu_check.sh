@@ -93,6 +93,13 @@ step "build ($BUILD_DIR)"
 if [ "${FORCE_BUILD:-0}" != 1 ] && build_usable; then
   echo "using the CUDA build already in $BUILD_DIR (gpu_copy_bw is there and all_reduce_perf runs);" \
     "FORCE_BUILD=1 rebuilds"
+elif [ "${NO_BUILD:-0}" = 1 ]; then
+  # A carried build (gpu_check_carried.sh): building here would spend the machine's minutes. Say
+  # why it does not run instead.
+  echo "NO_BUILD=1, and the build in $BUILD_DIR does not run here:"
+  "$PERF/all_reduce_perf" --version 2>&1 | head -n 5
+  ldd "$PERF/all_reduce_perf" 2>&1 | grep -E "not found" | head -n 10
+  failed "build: the carried build in $BUILD_DIR does not run here (above)"
 else
   # A build folder configured for another source path (copied from elsewhere) cannot be reused.
   if [ -f "$BUILD_DIR/CMakeCache.txt" ] &&
@@ -170,6 +177,9 @@ if [ "${SKIP_TESTS:-0}" = 1 ]; then
 else
   ntests=$(ctest --test-dir "$BUILD_DIR" -N -L gpu 2>/dev/null | sed -n 's/^Total Tests: *//p')
 fi
+# Within what is left of DEADLINE, whatever TEST_TIMEOUT says.
+left=$((DEADLINE - $(elapsed)))
+[ "$left" -lt "$TEST_TIMEOUT" ] && TEST_TIMEOUT=$((left > 10 ? left : 10))
 if [ -n "$ntests" ] && [ "$ntests" != 0 ]; then
   timeout --kill-after=10 "$TEST_TIMEOUT" ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure --timeout 120 \
     2>&1 | tee "$LOG_DIR/gpu-tests.log"
@@ -238,13 +248,22 @@ else
   mps_dir=$(mktemp -d)
   export CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" CUDA_MPS_LOG_DIRECTORY="$mps_dir/log"
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if nvidia-cuda-mps-control -d >"$LOG_DIR/mps.log" 2>&1; then
-    timeout --kill-after=10 240 "$BUILD_DIR/tests/mp/collcomm_mp_tests" --gtest_filter='ProcessGpu.*' 2>&1 |
+  # What the network-namespace cases need (they skip, saying why, without them).
+  { echo "ip: $(command -v ip || echo missing); uid $(id -u)"; } >"$LOG_DIR/mps.log"
+  if nvidia-cuda-mps-control -d >>"$LOG_DIR/mps.log" 2>&1; then
+    # Quit whatever ends the check from here (a signal at the run's limit included), so that no
+    # daemon outlives it on the machine.
+    trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1' EXIT INT TERM
+    mps_limit=$((DEADLINE - $(elapsed)))
+    [ "$mps_limit" -gt 240 ] && mps_limit=240
+    [ "$mps_limit" -lt 10 ] && mps_limit=10
+    timeout --kill-after=10 "$mps_limit" "$BUILD_DIR/tests/mp/collcomm_mp_tests" --gtest_filter='ProcessGpu.*' 2>&1 |
       tee -a "$LOG_DIR/mps.log"
     rc=$?
-    MPS_SUMMARY=$(grep -E "^\[  (PASSED|FAILED)  \]" "$LOG_DIR/mps.log" | tr '\n' ' ')
+    MPS_SUMMARY=$(grep -E "^\[  (PASSED  |FAILED  |SKIPPED )\]" "$LOG_DIR/mps.log" | tr '\n' ' ')
     [ "$rc" != 0 ] && failed "GPU ranks under MPS: ${MPS_SUMMARY:-exit status $rc} (log: mps.log)"
     echo quit | nvidia-cuda-mps-control >>"$LOG_DIR/mps.log" 2>&1
+    trap - EXIT INT TERM
   else
     MPS_SUMMARY="skipped: the MPS control daemon did not start (log: mps.log)"
   fi
@@ -254,59 +273,6 @@ fi
 echo "$MPS_SUMMARY"
 fi
 
-# ---- 2b. First-operation stalls (issue 26): the commands whose first operations stopped at the
-# kernels' deadline on an H200 (2026-11-27), shortened to the warm-up and two timed operations per
-# size, each STALL_REPEATS times (STALL_ONLY: some of them, by name), with every launch traced (COLLCOMM_DEBUG=TRACE, subsystem COLL,
-# and INIT for the stack reserved at init) and a deadline of STALL_TIMEOUT seconds. STALL_ENV (e.g.
-# CUDA_MODULE_LOADING=EAGER) is added to every run, to try a cause. A run that stops at the deadline
-# is counted and its log kept (stall-<name>-<i>.log); the summary prints the counts.
-STALL_LINES=()
-if want stalls; then
-step "first-operation stalls: $STALL_REPEATS runs of each command, traced, $STALL_TIMEOUT s deadline${STALL_ENV:+ ($STALL_ENV)}"
-stall_cmds=(
-  "ar-t4-small|all_reduce_perf -t 4 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
-  "ar-t8-small|all_reduce_perf -t 8 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
-  "ag-t8-small|all_gather_perf -t 8 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
-  "ar-t8-large|all_reduce_perf -t 8 -b 256M -e 1G -f 2 -n 1 -w 1 -c 0"
-  "ag-t4-large|all_gather_perf -t 4 -b 256M -e 1G -f 2 -n 1 -w 1 -c 0"
-  "ar-t8-sync|all_reduce_perf -t 8 -b 8 -e 8 -n 20 -w 5 -c 0 -I 1"
-  "ar-t4-ll|COLLCOMM_ALGO=Ring COLLCOMM_PROTO=LL all_reduce_perf -t 4 -b 8 -e 512K -f 4 -n 2 -w 10 -c 0"
-)
-for entry in "${stall_cmds[@]}"; do
-  name=${entry%%|*}
-  # STALL_ONLY (names, space-separated) picks some of the commands.
-  [ -n "${STALL_ONLY:-}" ] && [[ " $STALL_ONLY " != *" $name "* ]] && continue
-  read -r -a words <<<"${entry#*|}"
-  assigns=() argv=()
-  for w in "${words[@]}"; do
-    if [ ${#argv[@]} = 0 ] && [[ "$w" == *=* ]]; then assigns+=("$w"); else argv+=("$w"); fi
-  done
-  stalled=0 ran=0 secs=()
-  for i in $(seq 1 "$STALL_REPEATS"); do
-    [ $((DEADLINE - $(elapsed))) -lt 25 ] && break
-    t0=$(date +%s.%N)
-    # shellcheck disable=SC2086  # STALL_ENV is a list of VAR=value words
-    env ${STALL_ENV:-} "${assigns[@]}" COLLCOMM_TIMEOUT="$STALL_TIMEOUT" COLLCOMM_DEBUG=TRACE COLLCOMM_DEBUG_SUBSYS=COLL,INIT \
-      timeout --kill-after=5 30 "$PERF/${argv[0]}" --gpu "$GPU_DEVICE" "${argv[@]:1}" >"$LOG_DIR/stall-$name-$i.log" 2>&1
-    rc=$?
-    secs+=("$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')")
-    ran=$((ran + 1))
-    if [ "$rc" != 0 ]; then
-      stalled=$((stalled + 1))
-      grep -m 3 -E "timed out|left the operation|error" "$LOG_DIR/stall-$name-$i.log" | cut -c1-300
-    else
-      rm -f "$LOG_DIR/stall-$name-$i.log"
-    fi
-  done
-  line="$name: $stalled of $ran runs failed (seconds: ${secs[*]})"
-  echo "$line"
-  STALL_LINES+=("$line")
-  [ "$stalled" != 0 ] && failed "stalls: $line"
-done
-# The stack the executor reserved at init (one run's INFO line).
-COLLCOMM_DEBUG=INFO COLLCOMM_DEBUG_SUBSYS=INIT timeout 30 "$PERF/all_reduce_perf" --gpu "$GPU_DEVICE" -t 2 -b 8 -e 8 \
-  -n 1 -w 1 -c 0 2>&1 | grep -m 2 "stack" | tee "$LOG_DIR/stack.log"
-fi  # stalls
 
 # ---- 3. Device-to-device copy reference
 COPY_GBPS=""
@@ -368,6 +334,63 @@ done
 COLLCOMM_GPU_FUSED_LAUNCH=1 CUDA_DEVICE_MAX_CONNECTIONS=1 run_perf "fused-1queue-t8" 90 all_reduce_perf \
   --gpu "$GPU_DEVICE" -t 8 -b 8 -e 128M -f 4 -n 5 -w 5 -c 1
 fi  # fused
+
+# ---- 4c. First-operation stalls (issue 26; after the fused launch: their repeats may take the time
+# left): the commands whose first operations stopped at the
+# kernels' deadline on an H200 (2026-11-27), shortened to the warm-up and two timed operations per
+# size, each STALL_REPEATS times (STALL_ONLY: some of them, by name), with every launch traced (COLLCOMM_DEBUG=TRACE, subsystem COLL,
+# and INIT for the stack reserved at init) and a deadline of STALL_TIMEOUT seconds. STALL_ENV (e.g.
+# CUDA_MODULE_LOADING=EAGER) is added to every run, to try a cause. A run that stops at the deadline
+# is counted and its log kept (stall-<name>-<i>.log); the summary prints the counts.
+STALL_LINES=()
+if want stalls; then
+step "first-operation stalls: $STALL_REPEATS runs of each command, traced, $STALL_TIMEOUT s deadline${STALL_ENV:+ ($STALL_ENV)}"
+stall_cmds=(
+  "ar-t4-small|all_reduce_perf -t 4 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
+  "ar-t8-small|all_reduce_perf -t 8 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
+  "ag-t8-small|all_gather_perf -t 8 -b 8 -e 128M -f 4 -n 2 -w 2 -c 0"
+  "ar-t8-large|all_reduce_perf -t 8 -b 256M -e 1G -f 2 -n 1 -w 1 -c 0"
+  "ag-t4-large|all_gather_perf -t 4 -b 256M -e 1G -f 2 -n 1 -w 1 -c 0"
+  "ar-t8-sync|all_reduce_perf -t 8 -b 8 -e 8 -n 20 -w 5 -c 0 -I 1"
+  "ar-t4-ll|COLLCOMM_ALGO=Ring COLLCOMM_PROTO=LL all_reduce_perf -t 4 -b 8 -e 512K -f 4 -n 2 -w 10 -c 0"
+)
+for entry in "${stall_cmds[@]}"; do
+  name=${entry%%|*}
+  # STALL_ONLY (names, space-separated) picks some of the commands.
+  [ -n "${STALL_ONLY:-}" ] && [[ " $STALL_ONLY " != *" $name "* ]] && continue
+  read -r -a words <<<"${entry#*|}"
+  assigns=() argv=()
+  for w in "${words[@]}"; do
+    if [ ${#argv[@]} = 0 ] && [[ "$w" == *=* ]]; then assigns+=("$w"); else argv+=("$w"); fi
+  done
+  stalled=0 ran=0 secs=()
+  for i in $(seq 1 "$STALL_REPEATS"); do
+    [ $((DEADLINE - $(elapsed))) -lt 25 ] && break
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086  # STALL_ENV is a list of VAR=value words
+    env ${STALL_ENV:-} "${assigns[@]}" COLLCOMM_TIMEOUT="$STALL_TIMEOUT" COLLCOMM_DEBUG=TRACE COLLCOMM_DEBUG_SUBSYS=COLL,INIT \
+      timeout --kill-after=5 30 "$PERF/${argv[0]}" --gpu "$GPU_DEVICE" "${argv[@]:1}" >"$LOG_DIR/stall-$name-$i.log" 2>&1
+    rc=$?
+    secs+=("$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')")
+    ran=$((ran + 1))
+    if [ "$rc" != 0 ]; then
+      stalled=$((stalled + 1))
+      grep -m 3 -E "timed out|left the operation|error" "$LOG_DIR/stall-$name-$i.log" | cut -c1-300
+    else
+      rm -f "$LOG_DIR/stall-$name-$i.log"
+    fi
+  done
+  line="$name: $stalled of $ran runs failed (seconds: ${secs[*]})"
+  echo "$line"
+  STALL_LINES+=("$line")
+  [ "$stalled" != 0 ] && failed "stalls: $line"
+done
+# The stack the executor reserved at init (one run's INFO line), where the time allows.
+if [ $((DEADLINE - $(elapsed))) -ge 30 ]; then
+  COLLCOMM_DEBUG=INFO COLLCOMM_DEBUG_SUBSYS=INIT timeout 30 "$PERF/all_reduce_perf" --gpu "$GPU_DEVICE" -t 2 -b 8 \
+    -e 8 -n 1 -w 1 -c 0 2>&1 | grep -m 2 "stack" | tee "$LOG_DIR/stack.log"
+fi
+fi  # stalls
 
 step "NCCL's 1-rank latency (8-byte allreduce): torch.distributed, and ncclAllReduce called directly"
 NCCL_LINE=""

@@ -52,8 +52,11 @@ struct DirectDesc {
   uint64_t count;
   int32_t kind;
   int32_t dtype;
-  int32_t op;  // a built-in ccRedOp_t; -1 for an op made by ccRedOpCreatePreMulSum (not compared)
+  int32_t op;  // a built-in ccRedOp_t; -1 for an op made by ccRedOpCreatePreMulSum
   int32_t root;
+  // The functor's argument on this rank (a PreMulSum's scalar is each rank's own): a reduction
+  // with a pre-op applies each operand's own rank's.
+  uint64_t opArg;
 };
 
 inline constexpr uint64_t kDirectReadyToken = 0x5245414459ull;  // "READY": this rank's block is reduced
@@ -90,6 +93,7 @@ struct DirectWork {
   size_t elemSize;    // bytes of one element of dtype
   int32_t dtype;      // the call's ccDataType_t, compared with the peers'
   int32_t builtinOp;  // the call's ccRedOp_t when built in, else -1 (compared)
+  uint64_t opArg;     // the reduction functor's argument on this rank, as the functor was made with
   int root;           // Broadcast
   int rank;
   int nranks;
@@ -100,25 +104,15 @@ struct DirectWork {
   void* chunk;                // nranks * directChunkBytes(nranks) bytes, shared (reducing kinds only)
 };
 
-// Rank `rank`'s DirectWork for collective c (builtinOp: as ExecColl::builtinOp) over the executor's
-// connections and scratch (sizes as DirectWork says): the one place both executors fill it.
-CC_HD inline DirectWork directWorkOf(const CollWork& c, int32_t builtinOp, int rank, const ExecPeerConn* peers,
-                                     DirectDesc* descs, uint64_t* tokens, ExecTransfer* transfers, void* chunk) {
-  return DirectWork{c.kind,
-                    c.sendbuff,
-                    c.recvbuff,
-                    c.count,
-                    dtypeSize(c.dtype),
-                    static_cast<int32_t>(c.dtype),
-                    builtinOp,
-                    c.root,
-                    rank,
-                    c.nranks,
-                    peers,
-                    descs,
-                    tokens,
-                    transfers,
-                    chunk};
+// Rank `rank`'s DirectWork for collective c (builtinOp: as ExecColl::builtinOp; opArg: what the
+// reduction functor was made with) over the executor's connections and scratch (sizes as
+// DirectWork says): the one place both executors fill it.
+CC_HD inline DirectWork directWorkOf(const CollWork& c, int32_t builtinOp, uint64_t opArg, int rank,
+                                     const ExecPeerConn* peers, DirectDesc* descs, uint64_t* tokens,
+                                     ExecTransfer* transfers, void* chunk) {
+  return DirectWork{c.kind,    c.sendbuff, c.recvbuff, c.count, dtypeSize(c.dtype), static_cast<int32_t>(c.dtype),
+                    builtinOp, opArg,      c.root,     rank,    c.nranks,           peers,
+                    descs,     tokens,     transfers,  chunk};
 }
 
 // Which peers an exchange sends to or receives from: all, none, or one rank (its number).
@@ -210,13 +204,16 @@ class DirectAlgo {
       const bool reduces = w_.kind == CollKind::kAllReduce || w_.kind == CollKind::kReduceScatter;
       mine.op = reduces ? w_.builtinOp : -1;
       mine.root = w_.kind == CollKind::kBroadcast ? w_.root : -1;
+      mine.opArg = w_.opArg;
     }
     plat_.barrier();
     if (!exchange(&w_.descs[rank()], sizeof(DirectDesc), w_.descs, kAll, kAll)) return false;
     const DirectDesc& mine = w_.descs[rank()];
     for (int p = 0; p < n(); ++p) {
       const DirectDesc& d = w_.descs[p];
-      const bool sameOp = d.op == mine.op || d.op < 0 || mine.op < 0;
+      // Exactly: every rank must come to the same verdict (a PreMulSum, -1, matches another, whatever
+      // its scalar, and no built-in op).
+      const bool sameOp = d.op == mine.op;
       if (d.kind != mine.kind || d.count != mine.count || d.dtype != mine.dtype || d.root != mine.root || !sameOp) {
         *mismatch = p;
         return false;
@@ -335,7 +332,21 @@ class DirectAlgo {
         const void* near = plat_.peerPointer(p, remote);
         return static_cast<const T*>(near != nullptr ? near : scratch + slot * p);
       };
-      reduceInRankOrder<T>(plat_, fn_, n(), operand, dst + first, elems);
+      if constexpr (Fn::kHasPreOp) {
+        // Each operand pre-processed with its own rank's functor (a PreMulSum's scalar is each
+        // rank's), into its slot, then reduced as it is.
+        for (int p = 0; p < n(); ++p) {
+          const Fn own(w_.descs[p].opArg);
+          reduceCopy(own, plat_.tid(), plat_.nthreads(), elems, operand(p), true, static_cast<const T*>(nullptr), false,
+                     reinterpret_cast<T*>(scratch + slot * p), static_cast<T*>(nullptr), false);
+        }
+        plat_.barrier();
+        reduceInRankOrder<T>(
+            plat_, fn_, n(), [&](int p) { return reinterpret_cast<const T*>(scratch + slot * p); }, dst + first, elems,
+            /*pre=*/false);
+      } else {
+        reduceInRankOrder<T>(plat_, fn_, n(), operand, dst + first, elems);
+      }
       plat_.barrier();  // the slots are free for the next chunk
     }
     return true;

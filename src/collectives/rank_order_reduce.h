@@ -17,22 +17,23 @@ namespace collcomm::detail {
 
 // dst[i] = post(((pre(x0[i]) (+) pre(x1[i])) (+) pre(x2[i])) ... (+) pre(x{n-1}[i])) for i < count,
 // where xk = src(k) (a callable giving operand k's elements, so callers need no pointer table);
-// n == 1 is pre and post applied to x0. dst may be x0 or x1 (the first pass reads both before
-// writing each element); no other overlap: a later operand that dst overlaps would be overwritten
-// by an earlier pass. The cooperating threads split every pass and meet at a barrier between
-// passes (a pass reads what the previous one wrote, not necessarily the same thread's elements).
+// n == 1 is pre and post applied to x0. With `pre` false no operand is pre-processed: the caller
+// did it, with each operand's own rank's functor (a PreMulSum's scalar is each rank's own). dst may be x0 or x1 (the
+// first pass reads both before writing each element); no other overlap: a later operand that dst overlaps would be
+// overwritten by an earlier pass. The cooperating threads split every pass and meet at a barrier between passes (a pass
+// reads what the previous one wrote, not necessarily the same thread's elements).
 template <class T, class Fn, class Platform, class Src>
-CC_HD void reduceInRankOrder(Platform& plat, const Fn& fn, int n, Src src, T* dst, size_t count) {
+CC_HD void reduceInRankOrder(Platform& plat, const Fn& fn, int n, Src src, T* dst, size_t count, bool pre = true) {
   const int tid = plat.tid(), nthreads = plat.nthreads();
   if (n == 1) {
-    reduceCopy(fn, tid, nthreads, count, src(0), true, static_cast<const T*>(nullptr), false, dst,
+    reduceCopy(fn, tid, nthreads, count, src(0), pre, static_cast<const T*>(nullptr), false, dst,
                static_cast<T*>(nullptr), true);
     return;
   }
-  reduceCopy(fn, tid, nthreads, count, src(0), true, src(1), true, dst, static_cast<T*>(nullptr), n == 2);
+  reduceCopy(fn, tid, nthreads, count, src(0), pre, src(1), pre, dst, static_cast<T*>(nullptr), n == 2);
   for (int k = 2; k < n; ++k) {
     plat.barrier();
-    reduceCopy(fn, tid, nthreads, count, static_cast<const T*>(dst), false, src(k), true, dst, static_cast<T*>(nullptr),
+    reduceCopy(fn, tid, nthreads, count, static_cast<const T*>(dst), false, src(k), pre, dst, static_cast<T*>(nullptr),
                k == n - 1);
   }
 }

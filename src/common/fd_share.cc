@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <unordered_map>
 
@@ -67,6 +70,9 @@ bool sendReply(int conn, ReplyCode code, int fd) {
   return sendmsg(conn, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(word));
 }
 
+class FdServer;
+FdServer& server();
+
 class FdServer {
  public:
   Status offer(int fd, FdTicket* ticket) {
@@ -89,6 +95,16 @@ class FdServer {
     ticket->key[1] = o.key[1];
     ticket->pid = getpid();
     return kOk;
+  }
+
+  // In a child after fork (pthread_atfork): no thread serves here; close what the parent offered.
+  // The lock may have been held by a thread that does not exist in the child: it is made anew.
+  void forgetInChild() {
+    new (&mu_) std::mutex();
+    if (listen_ >= 0) close(listen_);
+    listen_ = -1;
+    for (auto& [id, o] : offers_) close(o.fd);
+    offers_.clear();
   }
 
   void withdraw(uint64_t id) {
@@ -123,8 +139,18 @@ class FdServer {
                       strerror(err));
     }
     listen_ = s;
-    // Lives with the process: the server is never destroyed (peers may ask until they are done).
+    // A child forked from here holds the socket and the offered descriptors but no server thread:
+    // it closes them (the name would otherwise stay bound after this process died, and a peer would
+    // wait out its deadline instead of hearing at once that nobody serves).
+    static std::once_flag atFork;
+    std::call_once(atFork, [] { (void)pthread_atfork(nullptr, nullptr, [] { server().forgetInChild(); }); });
+    // Lives with the process: the server is never destroyed (peers may ask until they are done). It
+    // takes no signal, so that none interrupts its calls (the process's handlers run elsewhere).
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
     std::thread([this, s] { serveForever(s); }).detach();
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     CC_INFO(kSubsysInit, "serving descriptors to peer processes on @%s", name_);
     return kOk;
   }
@@ -144,7 +170,11 @@ class FdServer {
   void serve(int conn) {
     setIoTimeout(conn, kServerIoTimeoutMs);
     Request req{};
-    if (recv(conn, &req, sizeof(req), MSG_WAITALL) != static_cast<ssize_t>(sizeof(req))) return;
+    ssize_t got = 0;
+    do {
+      got = recv(conn, &req, sizeof(req), MSG_WAITALL);
+    } while (got < 0 && errno == EINTR);
+    if (got != static_cast<ssize_t>(sizeof(req))) return;
     ucred cred{};
     socklen_t credLen = sizeof(cred);
     if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &credLen) != 0 || (cred.uid != getuid() && cred.uid != 0)) {
@@ -207,11 +237,19 @@ Status fetchFd(const FdTicket& ticket, int peerRank, const Deadline& deadline, i
   } closer{s};
   sockaddr_un addr;
   const socklen_t len = abstractAddress(name, &addr);
-  if (connect(s, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+  int connected = connect(s, reinterpret_cast<sockaddr*>(&addr), len);
+  // EAGAIN: the server's backlog is full, so it is busy, not gone: asked again until the deadline.
+  while (connected != 0 && errno == EAGAIN && !deadline.expired()) {
+    (void)poll(nullptr, 0, 1);
+    connected = connect(s, reinterpret_cast<sockaddr*>(&addr), len);
+  }
+  if (connected != 0) {
     const int err = errno;
-    if (err == EAGAIN)  // the server's backlog is full: it is busy, not gone
-      return CC_ERROR(Status::kTimeout, "rank %d's process (pid %d) did not take a request for shared memory: %s",
-                      peerRank, ticket.pid, strerror(err));
+    if (err == EAGAIN)
+      return CC_ERROR(Status::kTimeout,
+                      "rank %d's process (pid %d) took no request for shared memory before the deadline: its queue "
+                      "of requests stayed full",
+                      peerRank, ticket.pid);
     return CC_ERROR(Status::kRemoteError,
                     "rank %d's process (pid %d) does not serve its shared memory at @%s (%s): it exited, or it runs in "
                     "another network namespace (set COLLCOMM_HOSTID apart for ranks that cannot reach each other's "
@@ -219,9 +257,13 @@ Status fetchFd(const FdTicket& ticket, int peerRank, const Deadline& deadline, i
                     peerRank, ticket.pid, name, strerror(err));
   }
   const Request req{ticket.id, {ticket.key[0], ticket.key[1]}};
-  if (!waitReady(s, POLLOUT, deadline) || send(s, &req, sizeof(req), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(req)))
+  if (!waitReady(s, POLLOUT, deadline))
+    return CC_ERROR(Status::kTimeout,
+                    "rank %d's process (pid %d) took no request for shared memory before the deadline", peerRank,
+                    ticket.pid);
+  if (send(s, &req, sizeof(req), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(req)))
     return CC_ERROR(Status::kRemoteError, "asking rank %d's process (pid %d) for shared memory failed: %s", peerRank,
-                    ticket.pid, errno != 0 ? strerror(errno) : "the deadline passed");
+                    ticket.pid, strerror(errno));
   if (!waitReady(s, POLLIN, deadline))
     return CC_ERROR(Status::kTimeout, "rank %d's process (pid %d) did not hand over shared memory before the deadline",
                     peerRank, ticket.pid);
@@ -233,7 +275,10 @@ Status fetchFd(const FdTicket& ticket, int peerRank, const Deadline& deadline, i
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
-  const ssize_t got = recvmsg(s, &msg, MSG_CMSG_CLOEXEC);
+  ssize_t got = 0;
+  do {
+    got = recvmsg(s, &msg, MSG_CMSG_CLOEXEC);
+  } while (got < 0 && errno == EINTR);
   int passed = -1;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); got > 0 && c != nullptr; c = CMSG_NXTHDR(&msg, c))
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))

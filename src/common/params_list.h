@@ -30,7 +30,9 @@
   X(SpinCount,      INT, "COLLCOMM_SPIN_COUNT",     "2000", "polls a waiting host thread spins before it starts yielding the core; unset: 2000, or 0 when a machine (one kernel, whatever COLLCOMM_HOSTID says) has more ranks than the CPUs their threads may use (counting, once NET is in use, one proxy thread per process); at 0 (ranks alone outnumbering the CPUs, or set) a wait that runs network progress rounds yields after each") \
   X(ParkAfterUs,    INT, "COLLCOMM_PARK_AFTER_US",  "200",  "microseconds a waiting host thread yields its core before it sleeps until the peer publishes what it waits for (futex; not over NET); 0: never sleeps") \
   X(GpuFusedLaunch, INT, "COLLCOMM_GPU_FUSED_LAUNCH", "0",  "1: the ranks of a communicator that share a GPU in one process run each ring collective as one kernel, launched by the last to arrive (written without a GPU and not yet run on one: off by default)") \
+  X(GpuGroupLaunch, INT, "COLLCOMM_GPU_GROUP_LAUNCH", "1",  "1: a GPU communicator's ring collectives of one group (ccGroupStart/End) that share their kind, type, reduction, protocol and stream run as one kernel launch, up to 16 at a time (written without a GPU and not yet run on one); 0: one launch each") \
   X(CuMemEnable,    INT, "COLLCOMM_CUMEM_ENABLE",   "1",    "0: GPU ranks of different processes share their FIFOs through cudaIpcGetMemHandle instead of cuMem* memory handed over as a file descriptor") \
+  X(CuMemHostEnable, INT, "COLLCOMM_CUMEM_HOST_ENABLE", "1", "0: NET FIFOs of GPU ranks in pinned host memory come from cudaHostAlloc instead of cuMem* host memory (which is used only with CUDA 12.6 or later drivers, and not again on a device where it failed)") \
   X(GpuPollers,     INT, "COLLCOMM_GPU_POLLERS",    "1",    "threads of a GPU kernel's block that poll a Simple-protocol step's head or tail: 1 thread 0 alone, the others waiting at a barrier; 0 every thread (on an H200, 4 ranks' 1 GiB allreduce moved a fifteenth as much)") \
   X(TopoFile,       STR, "COLLCOMM_TOPO_FILE",      "",     "load the machine topology from this NCCL-format XML file instead of detecting it") \
   X(TopoDumpFile,   STR, "COLLCOMM_TOPO_DUMP_FILE", "",     "write the topology in use to this XML file (NCCL format)") \
@@ -76,7 +78,9 @@
   X(SpinCount,      0, INT32_MAX) \
   X(ParkAfterUs,    0, 60000000) \
   X(GpuFusedLaunch, 0, 1) \
+  X(GpuGroupLaunch, 0, 1) \
   X(CuMemEnable,    0, 1) \
+  X(CuMemHostEnable, 0, 1) \
   X(GpuPollers,     0, 1) \
   X(SocketNthreads, -1, 16) \
   X(NsocksPerthread, -1, 64)

@@ -52,6 +52,12 @@ Status checkOp(ccComm* comm, const Op& op, ccStream_t stream) {
     return CC_ERROR(Status::kInvalidArgument,
                     "%s: stream must be NULL on a host communicator (rank %d); host calls complete before returning",
                     name, comm->rank);
+  if (isPerThreadStream(stream) && comm->config.blocking == 0)
+    return CC_ERROR(Status::kInvalidUsage,
+                    "%s: rank %d's communicator is non-blocking, so its operations are launched by its own worker "
+                    "thread, where cudaStreamPerThread would name that thread's stream, not the caller's: pass a "
+                    "stream made with cudaStreamCreate",
+                    name, comm->rank);
   if (collReduces(op.kind)) {
     const int o = static_cast<int>(op.op);
     if (o >= ccNumOps) {
@@ -379,6 +385,11 @@ Status runOps(ccComm* comm, const Op* ops, size_t nOps) {
       size_t j = i;
       while (j < nOps && isP2pKind(ops[j].kind)) ++j;
       s = runP2pBatch(comm, ops, i, j);
+      i = j;
+    } else if (comm->gpu()) {  // a run of collectives: the executor may launch several as one
+      size_t j = i;
+      while (j < nOps && !isP2pKind(ops[j].kind)) ++j;
+      s = runGpuOps(comm, ops + i, j - i);
       i = j;
     } else {
       s = runCollective(comm, ops[i]);

@@ -1,7 +1,9 @@
 // A GPU communicator's operations (see gpu_ops.h).
 #include "core/gpu_ops.h"
 
+#include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "common/log.h"
 #include "core/op_plan.h"
@@ -18,8 +20,14 @@ Status checkGpuOp(ccComm* comm, const Op& op) {
   // A ccScalarDevice PreMulSum's scalar is read by the kernel: it must be memory the device reaches.
   if (collReduces(op.kind) && o >= ccNumOps) {
     const UserRedOp& u = comm->userOps[static_cast<size_t>(o - ccNumOps)];
-    if (u.residence == ccScalarDevice)
+    if (u.residence == ccScalarDevice) {
       CC_CHECK(comm->gpu()->checkBuffer(u.scalarPtr, dtypeSize(op.dtype), name, "the PreMulSum op's scalar"));
+      // The kernels load it as one word of the type's size: a misaligned one would fault the context.
+      if (reinterpret_cast<uintptr_t>(u.scalarPtr) % dtypeSize(op.dtype) != 0)
+        return CC_ERROR(Status::kInvalidArgument,
+                        "%s: the PreMulSum op's scalar at %p is not aligned to its type's %zu bytes (%s)", name,
+                        u.scalarPtr, dtypeSize(op.dtype), dtypeName(op.dtype));
+    }
   }
   size_t sendBytes = 0, recvBytes = 0;
   bufferSpans(comm, op, dtypeSize(op.dtype), &sendBytes, &recvBytes);
@@ -28,9 +36,24 @@ Status checkGpuOp(ccComm* comm, const Op& op) {
   return kOk;
 }
 
-Status runGpuOp(ccComm* comm, const Op& op) {
-  const Plan plan = planOp(comm, op);
-  notePlan(comm, plan);
+namespace {
+
+// Whether the plan's algorithm runs over connections core makes on first use (per-peer or tree).
+bool connectsFirst(const ccComm* comm, Algorithm algo) {
+  return talksToEveryPeer(algo, comm->nranks) || (algo == Algorithm::kTree && comm->nranks > 1);
+}
+
+// A launch refused on the host: an earlier kernel's failure (pollGpuFailure records it), or, where no
+// kernel failed, one of this launch's own (the fused launch's rendezvous timed out or was aborted,
+// ranks called different collectives), after which the peers' kernels may wait for this rank's
+// in vain: they are told it left, and the communicator is broken, as a host operation's failure does.
+Status launchRefused(ccComm* comm, Status s) {
+  if (!isOk(pollGpuFailure(comm))) return s;
+  ExecFailure failure;
+  return failOp(comm, s, failure);
+}
+
+Status runPlanned(ccComm* comm, const Op& op, const Plan& plan) {
   ExecColl coll = execCollOf(comm, op, plan);
   ExecOp exec;
   exec.name = collName(op.kind);
@@ -50,8 +73,50 @@ Status runGpuOp(ccComm* comm, const Op& op) {
   }
   exec.overNet = comm->usesNet;  // after connecting: the kernel keeps the proxy awake while it runs
   const Status s = comm->gpu()->run(coll, exec);
-  if (!isOk(s)) (void)pollGpuFailure(comm);
-  return s;
+  return isOk(s) ? s : launchRefused(comm, s);
+}
+
+// ops[0..n), planned as plans[0..n), on one stream, none connecting first: to the executor at once.
+Status runGroupPlanned(ccComm* comm, const Op* ops, const Plan* plans, size_t n) {
+  std::vector<ExecColl> colls;
+  colls.reserve(n);
+  for (size_t i = 0; i < n; ++i) colls.push_back(execCollOf(comm, ops[i], plans[i]));
+  ExecOp exec;
+  exec.name = "a group's collectives";
+  exec.stream = ops[0].stream;
+  exec.overNet = comm->usesNet;
+  const Status s = comm->gpu()->runGroup(colls.data(), n, exec);
+  return isOk(s) ? s : launchRefused(comm, s);
+}
+
+}  // namespace
+
+Status runGpuOp(ccComm* comm, const Op& op) {
+  const Plan plan = planOp(comm, op);
+  notePlan(comm, plan);
+  return runPlanned(comm, op, plan);
+}
+
+Status runGpuOps(ccComm* comm, const Op* ops, size_t n) {
+  std::vector<Plan> plans;
+  plans.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    plans.push_back(planOp(comm, ops[i]));
+    notePlan(comm, plans.back());
+  }
+  for (size_t i = 0; i < n;) {
+    if (connectsFirst(comm, plans[i].algo)) {
+      CC_CHECK(runPlanned(comm, ops[i], plans[i]));
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < n && ops[end].stream == ops[i].stream && !connectsFirst(comm, plans[end].algo)) ++end;
+    CC_CHECK(end - i == 1 ? runPlanned(comm, ops[i], plans[i])
+                          : runGroupPlanned(comm, ops + i, plans.data() + i, end - i));
+    i = end;
+  }
+  return kOk;
 }
 
 Status pollGpuFailure(ccComm* comm) {

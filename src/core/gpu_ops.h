@@ -16,6 +16,11 @@ Status checkGpuOp(ccComm* comm, const Op& op);
 // (Point-to-point batches go through runOps to the executor's runP2p, as on host communicators.)
 Status runGpuOp(ccComm* comm, const Op& op);
 
+// Collectives ops[0..n) of a group, in order: a run of them on one stream whose plans need no
+// connection made first goes to the executor as one (Executor::runGroup: one launch for those one
+// ring kernel carries together); the others as runGpuOp. Stops at the first that fails.
+Status runGpuOps(ccComm* comm, const Op* ops, size_t n);
+
 // kOk while no kernel of the communicator has failed; else records the failure (asyncError,
 // lastError) and returns its code.
 Status pollGpuFailure(ccComm* comm);

@@ -8,6 +8,7 @@
 #include "core/enqueue.h"
 #include "core/init.h"
 #include "core/simulate.h"
+#include "device/executor.h"
 
 namespace collcomm::detail {
 namespace {
@@ -75,6 +76,8 @@ Status endNonBlocking(std::vector<Share>& shares) {
   return Status::kInProgress;
 }
 
+Status reportOutcomes(std::vector<Share>& shares, const std::vector<JobOutcome>& outcomes);
+
 // Blocking: the first share here, the others on their workers; returns when all are done.
 Status endBlocking(std::vector<Share>& shares) {
   std::vector<JobOutcome> outcomes(shares.size());
@@ -83,6 +86,22 @@ Status endBlocking(std::vector<Share>& shares) {
   // the same question would answer otherwise (and the share would run twice).
   std::vector<bool> onWorker(shares.size(), false);
   for (size_t i = 1; i < shares.size(); ++i) onWorker[i] = !launchesOnly(shares[i]);
+  // A share that runs on a worker cannot launch on cudaStreamPerThread, which would name the
+  // worker's stream: then nothing of the group runs, and every share fails with the sentence.
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (!onWorker[i]) continue;
+    for (const Op& op : shares[i].ops) {
+      if (!isPerThreadStream(op.stream)) continue;
+      const Status refused = CC_ERROR(
+          Status::kInvalidUsage,
+          "%s on rank %d: this group's part for that communicator runs on its worker thread (it connects first, "
+          "or its ranks launch together with others of this process), where cudaStreamPerThread would name the "
+          "worker's stream, not the caller's: pass a stream made with cudaStreamCreate",
+          collName(op.kind), shares[i].comm->rank);
+      for (JobOutcome& o : outcomes) o = JobOutcome{refused, threadLastError()};
+      return reportOutcomes(shares, outcomes);
+    }
+  }
   // Marked busy while their shares run: ccCommAbort from another thread waits for them to leave.
   for (Share& s : shares) s.comm->busy.fetch_add(1);
   for (size_t i = 1; i < shares.size(); ++i)
@@ -97,7 +116,12 @@ Status endBlocking(std::vector<Share>& shares) {
   for (size_t i = 1; i < shares.size(); ++i)
     if (onWorker[i]) shares[i].comm->worker->wait(tickets[i]);
   for (Share& s : shares) s.comm->busy.fetch_sub(1);
+  return reportOutcomes(shares, outcomes);
+}
 
+// The group's result from its shares' outcomes: the first failure (its sentence on the calling
+// thread); communicators whose creation failed are freed, the others keep their sentence.
+Status reportOutcomes(std::vector<Share>& shares, const std::vector<JobOutcome>& outcomes) {
   Status first = kOk;
   const std::string* firstMessage = nullptr;
   for (size_t i = 0; i < shares.size(); ++i) {

@@ -144,7 +144,7 @@ ExecSetup executorSetup(ccComm* comm) {
   setup.abortFlag = &comm->abortFlag;
   setup.hostNames = comm->hostNames.data();
   for (const PeerInfo& p : comm->peers)
-    setup.peers.push_back({p.pid, p.processToken == me.processToken, p.machineHash == me.machineHash});
+    setup.peers.push_back({p.pid, p.processToken == me.processToken, samePidSpace(me, p)});
   if (const int64_t perRun = paramInt(Param::kP2pMaxTransfers); perRun > 0)
     setup.maxTransfersPerRun = static_cast<size_t>(std::max<int64_t>(perRun, 2));  // a send and a receive
   setup.spinCount = comm->spinCount;
@@ -279,8 +279,9 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
   if (!paramIsSet(Param::kSpinCount) && hostOversubscribed(comm->peers, rank, /*threadsPerProcess=*/1))
     comm->netSpinCount = 0;
   const bool gpu = config.device >= 0;
+  // On every rank, host ones included: a job that mixes GPU and host ranks stops here on all of them.
+  CC_CHECK(checkGpuJob(comm->peers, rank));
   if (gpu) {
-    CC_CHECK(checkGpuJob(comm->peers, rank));
     comm->mostRanksOnADevice = mostRanksOnOneDevice(comm->peers);
     describeGpuRings(comm);
   }

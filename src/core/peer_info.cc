@@ -3,6 +3,7 @@
 
 #include <sched.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,12 +73,24 @@ uint64_t localProcessToken() {
   return token;
 }
 
+namespace {
+
+// This process's PID namespace: its /proc/self/ns/pid's device and inode (0 where unreadable).
+uint64_t localPidNamespace() {
+  struct stat st {};
+  if (stat("/proc/self/ns/pid", &st) != 0) return 0;
+  return (static_cast<uint64_t>(st.st_dev) << 32) ^ static_cast<uint64_t>(st.st_ino);
+}
+
+}  // namespace
+
 PeerInfo localPeerInfo(int rank, int device) {
   PeerInfo info{};
   info.rank = rank;
   info.pid = getpid();
   info.hostHash = localHostHash();
   info.machineHash = localMachineHash();
+  info.pidNamespace = localPidNamespace();
   info.processToken = localProcessToken();
   static std::atomic<uint64_t> made{0};
   info.commNonce = info.processToken ^ ((made.fetch_add(1) + 1) * 0x9e3779b97f4a7c15ull);

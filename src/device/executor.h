@@ -113,7 +113,7 @@ struct ExecOp {
 struct ExecPeer {
   int pid = 0;
   bool sameProcess = false;
-  bool sameMachine = false;  // its pid names a process of this kernel (/proc)
+  bool sameMachine = false;  // its pid names its process in this rank's /proc (samePidSpace)
 };
 
 // What an executor is made from (at the end of a communicator's init). The pointers stay valid
@@ -179,6 +179,13 @@ class Executor {
   // op.stream (NULL: the legacy default stream) and returns without waiting, its failures showing
   // in failure(). Operations of one communicator run in the order they were submitted.
   virtual Status run(const ExecColl& coll, const ExecOp& op) = 0;
+  // Runs a group's collectives of this communicator in order, all on op.stream, as run does each
+  // (the default). The CUDA executor launches those that one ring kernel can carry together as
+  // one (device/group_batch.h). Stops at the first that fails.
+  virtual Status runGroup(const ExecColl* colls, size_t n, const ExecOp& op) {
+    for (size_t i = 0; i < n; ++i) CC_CHECK(run(colls[i], op));
+    return kOk;
+  }
   // Runs a batch of point-to-point transfers, all at once: the host executor to completion; the
   // CUDA executor enqueues one kernel (device/cuda/p2p_kernel.cu) on op.stream, as run does.
   // `transfers` is the executor's to update until it returns.
@@ -200,6 +207,12 @@ class Executor {
   // that core marks itself (ccComm::leaveConnections); the host executor does nothing here.
   virtual void leave(int culprit, GoneReason reason) = 0;
 };
+
+// CUDA's per-thread default stream (cudaStreamPerThread, CU_STREAM_PER_THREAD: the handle 0x2)
+// names the stream of whichever thread uses it: an operation that runs on another thread than its
+// caller's (a non-blocking communicator's worker, a group's share on a worker, the last member of a
+// fused launch) cannot be given it.
+inline bool isPerThreadStream(ccStream_t s) { return reinterpret_cast<uintptr_t>(s) == 2; }
 
 // A usable device argument: a CUDA ordinal this process can use (`what` names the argument).
 Status checkCudaDevice(int device, const char* what);

@@ -237,7 +237,7 @@ CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, 
   // when forced and where the ranks can read each other's buffers; forced where they cannot, the
   // choice below, as on the host. It has not run on a GPU yet, so it is never the default.
   if (cfg.forcedAlgo == static_cast<int>(Algorithm::kDirect) && reach != DirectReach::kNone && hasDirect(kind) &&
-      nranks >= 2) {
+      nranks >= 2 && nranks <= kGpuMaxPeerRanks) {
     plan.algo = Algorithm::kDirect;
     return plan;
   }
@@ -248,7 +248,7 @@ CollPlan planGpuCollective(const TunerConfig& cfg, CollKind kind, size_t bytes, 
   // where the tree is a chain whose depth grows with the ranks (NCCL too keeps trees for crossing
   // nodes).
   const bool oneShot = kind == CollKind::kAllReduce && nranks >= 2 &&
-                       (cfg.forcedAlgo == static_cast<int>(Algorithm::kOneShot) ||
+                       ((cfg.forcedAlgo == static_cast<int>(Algorithm::kOneShot) && nranks <= kGpuMaxPeerRanks) ||
                         (cfg.forcedAlgo < 0 && nranks == 2 && bytes <= kOneShotMaxBytes));
   if (model != nullptr && !sharedDevice && !oneShot && nranks >= 2)
     return planGpuByModel(cfg, kind, bytes, maxChannels, *model);

@@ -118,6 +118,11 @@ inline int gpuChannelsToConnect(bool channelsGiven, int minChannels, int maxChan
                                              : kGpuDefaultChannels;
 }
 
+// The most ranks that the CUDA kernels talking to every peer (the one-shot AllReduce beyond two
+// ranks, Direct) take: their per-peer table travels in the launch (kCudaMaxPeerRanks, which the
+// CUDA executor asserts is this). Forcing either on more ranks leaves the choice to the planner.
+inline constexpr int kGpuMaxPeerRanks = 16;
+
 // Whether `algo` talks to every peer over per-peer connections (Direct; OneShot on more than two
 // ranks) rather than along the channels' rings.
 inline bool talksToEveryPeer(Algorithm algo, int nranks) {

@@ -28,7 +28,7 @@ template <class Conn>
 void bindPeer(Conn& conn, const PeerInfo& self, const PeerInfo& peer, bool isSend) {
   conn.peer.rank = peer.rank;
   conn.peer.sameProcess = peer.processToken == self.processToken;
-  conn.peer.pid = peer.hostHash == self.hostHash ? peer.pid : -1;
+  conn.peer.pid = peer.hostHash == self.hostHash && samePidSpace(self, peer) ? peer.pid : -1;
   conn.peer.host = peer.host;
   conn.peer.peerState = isSend ? &conn.ctrl->receiverState : &conn.ctrl->senderState;
   conn.peer.ownState = isSend ? &conn.ctrl->senderState : &conn.ctrl->receiverState;

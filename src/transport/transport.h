@@ -38,7 +38,16 @@ struct PeerInfo {
   // Different for every communicator this process makes (its rank's part of it): rank 0's names
   // the communicator among the process's others (the CUDA executor's launch groups).
   uint64_t commNonce;
+  // The PID namespace the rank's process lives in (/proc/self/ns/pid's device and inode; 0 where
+  // unreadable): containers on one machine share its kernel but number their processes apart.
+  uint64_t pidNamespace;
 };
+
+// Whether `peer`'s pid names its process in this rank's /proc: the same kernel and PID namespace
+// (a pid from another container's namespace would name some other process here, or none).
+inline bool samePidSpace(const PeerInfo& self, const PeerInfo& peer) {
+  return self.machineHash == peer.machineHash && self.pidNamespace == peer.pidNamespace && self.pidNamespace != 0;
+}
 
 // Opaque description of a FIFO, made by the receiving side's transport.
 struct ConnDesc {

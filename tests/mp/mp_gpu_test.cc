@@ -54,8 +54,13 @@ TEST(ProcessGpu, TwoProcessesOnOneGpuRunUnderMpsElseAreRefused) {
 #else
   std::string why;
   if (usableGpus(&why) == 0) GTEST_SKIP() << why;
-  int mps = 0;
+  int mps = 0, mode = cudaComputeModeDefault;
   ASSERT_EQ(cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, 0), cudaSuccess);
+  // An exclusive GPU without MPS refuses the second process's context before collcomm's init runs.
+  if (mps == 0 && mode != cudaComputeModeDefault)
+    GTEST_SKIP() << "device 0 is in an exclusive compute mode (" << mode << ") without MPS: a second process "
+                 << "cannot use it at all";
   WorkerJob job("gpu", 2, {"CC_MP_GPU_DEVICE=0", "COLLCOMM_TIMEOUT=30"}, 90);
   ASSERT_EQ(job.run(), "");
   if (mps != 0) {

@@ -50,6 +50,7 @@ enum class CudaFailReason : uint32_t {
   kSizeMismatch,  // the peer's step size differs from ours: the ranks made different calls
   kBadStepSize,   // a step holds no element, or an LL step exceeds kMaxLlStepPayload (setup bug)
   kPeerExited,    // the process of the rank in the abort word exited (kAbortPeerExited)
+  kCallMismatch,  // Direct: a peer's descriptor names another call (got: its count, expected: ours)
 };
 
 // An abort word of kAbortPeerExited | rank: that rank's process exited (found by the executor's
@@ -112,6 +113,21 @@ struct CudaMemberArgs {
   CudaKernelStatus* status;
 };
 
+// A group's collectives of one kind, type, reduction kind and protocol in one ring launch
+// (ccGroupStart/End; docs/gpu.md, "One launch per group"): what differs between them. Every block
+// runs the works of its channel in the order given, so that a peer's block meets them in the same
+// order on the same FIFO; a larger group takes several launches.
+inline constexpr int kCudaMaxGroupWorks = 16;
+struct CudaGroupWork {
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;  // as CollWork::count (the launcher lowers byte-wise collectives to bytes)
+  RedOpSpec op;
+  int root;
+  int nChannels;  // 1..the launch's nChannels
+  Algorithm algo;
+};
+
 // Everything one launch needs, passed by value as the kernel's only parameter: the collective
 // (CollWork, collectives/coll_work.h), what its waits run under, and its channels.
 //   count: as RingWork::count, in elements of dtype; the launcher lowers the byte-wise
@@ -124,11 +140,32 @@ struct CudaMemberArgs {
 //   nMembers ranks: nMembers x nChannels blocks (at most kCudaMaxChannels), channels[b] names block
 //   b's member and channel, and the member's entry in members replaces CollWork's buffers and
 //   reduction and CudaWaitArgs' abort word and status for that block.
+//   nWorks: 0, CollWork is the launch's one collective. Else a group's nWorks collectives
+//   (nMembers 0): work i replaces CollWork's buffers, count, reduction, root, algo and channel
+//   count, and nChannels is the largest of theirs; block c runs, in order, the works with more
+//   than c channels.
 struct CudaCollArgs : CollWork, CudaWaitArgs {
   int nMembers;
+  int nWorks;
   CudaMemberArgs members[kCudaMaxMembers];
   CudaChannelArgs channels[kCudaMaxChannels];
+  CudaGroupWork works[kCudaMaxGroupWorks];
 };
+
+// Work i of a launch (nWorks 0: the launch's own collective, i 0).
+CC_HD inline CollWork groupWorkOf(const CudaCollArgs& a, const CollWork& base, int i) {
+  CollWork w = base;
+  if (a.nWorks == 0) return w;
+  const CudaGroupWork& g = a.works[i];
+  w.sendbuff = g.sendbuff;
+  w.recvbuff = g.recvbuff;
+  w.count = g.count;
+  w.op = g.op;
+  w.root = g.root;
+  w.nChannels = g.nChannels;
+  w.algo = g.algo;
+  return w;
+}
 // CUDA passes up to 4 KiB of kernel parameters on every device and driver (more needs CUDA 12.1
 // and Volta or later).
 static_assert(sizeof(CudaCollArgs) <= 4096, "the ring kernel's parameters outgrow 4 KiB");

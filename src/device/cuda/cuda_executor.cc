@@ -1,7 +1,8 @@
 // The CUDA executor (device/executor.h): a GPU communicator's channels mirrored into device
 // memory, its abort word and kernel status in mapped host memory, and one ring-kernel launch per
-// collective (one point-to-point kernel per batch of transfers; the one-shot or tree kernel where
-// the plan says so) on the caller's stream.
+// collective or per run of a group's collectives that one kernel carries (one point-to-point kernel
+// per batch of transfers; the one-shot or tree kernel where the plan says so) on the caller's
+// stream.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -23,10 +24,14 @@
 #include "device/cuda/fused_launch.h"
 #include "device/cuda/net_launch_watch.h"
 #include "device/executor.h"
+#include "device/group_batch.h"
+#include "plan/tuner.h"
 #include "topo/system.h"
 
 namespace collcomm::detail {
 namespace {
+
+static_assert(kCudaMaxPeerRanks == kGpuMaxPeerRanks, "the planner's bound on the per-peer kernels' ranks");
 
 // One block per channel, this many threads: the kernels' __launch_bounds__.
 constexpr int kThreads = kCudaMaxThreads;
@@ -77,6 +82,7 @@ class CudaExecutor final : public Executor {
     nranks_ = s.nranks;
     timeoutNs_ = static_cast<uint64_t>(s.timeoutSeconds) * 1000000000ull;
     onePoller_ = paramInt(Param::kGpuPollers) != 0;
+    groupLaunch_ = paramInt(Param::kGpuGroupLaunch) != 0;
     maxTransfers_ = std::min(static_cast<size_t>(kCudaMaxP2pTransfers), s.maxTransfersPerRun);
     ScopedDevice on(device_);
     int blocksPerSm = 0, sms = 0;
@@ -94,8 +100,13 @@ class CudaExecutor final : public Executor {
                       "use fewer ranks per GPU",
                       rank_, ranksOnDevice, device_, blocksPerSm * sms, sms, blocksPerSm);
     maxChannels_ = std::max(maxChannels_, 1);
-    if (paramInt(Param::kGpuFusedLaunch) != 0 && s.deviceMates.size() > 1)
-      CC_CHECK(fused_.join(s, rank_, device_, &maxChannels_));
+    // With fused launches on, every rank takes a fused member's share of a launch's blocks, whether
+    // or not it joins a launch group (alone on its device, or its device mates in other processes):
+    // each rank plans channels within its own cap, and the ranks of a collective must agree.
+    const bool fuses = paramInt(Param::kGpuFusedLaunch) != 0 && ranksOnDevice > 1;
+    if (fuses && ranksOnDevice <= kCudaMaxMembers)
+      maxChannels_ = std::max(1, std::min(maxChannels_, kCudaMaxChannels / ranksOnDevice));
+    if (fuses && s.deviceMates.size() > 1) CC_CHECK(fused_.join(s, rank_, device_));
     CC_CUDA_CHECK(cudaStreamCreateWithFlags(&ctrlStream_, cudaStreamNonBlocking));
     CC_CUDA_CHECK(cudaEventCreateWithFlags(&orderEvent_, cudaEventDisableTiming));
     CC_CUDA_CHECK(cudaHostAlloc(&mapped_, sizeof(MappedWords), cudaHostAllocMapped | cudaHostAllocPortable));
@@ -105,7 +116,7 @@ class CudaExecutor final : public Executor {
     devAbort_ = &static_cast<MappedWords*>(devMapped)->abortFlag;
     devStatus_ = &static_cast<MappedWords*>(devMapped)->status;
     watchPeerProcesses(s.peers);
-    if (s.netOpsRunning != nullptr) netLaunches_ = std::make_unique<NetLaunchWatch>(s.netOpsRunning);
+    if (s.netOpsRunning != nullptr) netLaunches_ = std::make_unique<NetLaunchWatch>(s.netOpsRunning, device_);
     return mirrorChannels(s.channels);
   }
 
@@ -156,15 +167,62 @@ class CudaExecutor final : public Executor {
     static_cast<CollWork&>(a) = collWorkOf(c, nranks_);
     static_cast<CudaWaitArgs&>(a) = waitArgs();
     a.nChannels = std::clamp(c.nChannels, 1, maxChannels_);
-    for (int ch = 0; ch < a.nChannels; ++ch)
-      a.channels[ch] =
-          CudaChannelArgs{deviceSend() + ch, deviceRecv() + ch, deviceRing() + ch * nranks_, ringPos_[ch], 0, ch};
+    fillRingChannels(&a);
     ScopedDevice on(device_);
     std::lock_guard<std::mutex> lock(launchMu_);
     CC_CHECK(orderAfterLastLaunch(stream));
     CC_CHECK(fused_.joined() ? fused_.launch(a, stream, timeoutNs_) : cudaLaunchCollective(a, stream));
     CC_CHECK(launched(stream, op));
     return kOk;
+  }
+
+  // a's first nChannels channels: this rank's connections and place on each channel's ring.
+  void fillRingChannels(CudaCollArgs* a) const {
+    for (int ch = 0; ch < a->nChannels; ++ch)
+      a->channels[ch] =
+          CudaChannelArgs{deviceSend() + ch, deviceRecv() + ch, deviceRing() + ch * nranks_, ringPos_[ch], 0, ch};
+  }
+
+  // A group's collectives: those that one ring kernel carries together (ringGroupEnd) as one
+  // launch, the others each as run() would. Not with the fused launch, whose rounds pair one
+  // collective of every member.
+  Status runGroup(const ExecColl* colls, size_t n, const ExecOp& op) override {
+    for (size_t i = 0; i < n;) {
+      const size_t end = groupLaunch_ && !fused_.joined()
+                             ? ringGroupEnd(colls, i, n, nranks_, static_cast<size_t>(kCudaMaxGroupWorks))
+                             : i + 1;
+      CC_CHECK(end - i == 1 ? run(colls[i], op) : runRingGroup(colls + i, end - i, op));
+      i = end;
+    }
+    return kOk;
+  }
+
+  // 2..kCudaMaxGroupWorks collectives of one ring kernel (ringGroupEnd) as one launch: block c runs
+  // channel c's share of each work that has a channel c, in order.
+  Status runRingGroup(const ExecColl* colls, size_t n, const ExecOp& op) {
+    const char* name = collName(colls[0].kind);
+    CC_CHECK(checkNoEarlierFailure(name));
+    return tracedLaunch(name, [&] {
+      auto* stream = reinterpret_cast<cudaStream_t>(op.stream);
+      CudaCollArgs a{};
+      static_cast<CollWork&>(a) = collWorkOf(colls[0], nranks_);
+      static_cast<CudaWaitArgs&>(a) = waitArgs();
+      a.nWorks = static_cast<int>(n);
+      a.nChannels = 1;
+      for (size_t i = 0; i < n; ++i) {
+        const ExecColl& c = colls[i];
+        const int channels = std::clamp(c.nChannels, 1, maxChannels_);
+        a.works[i] = CudaGroupWork{c.sendbuff, c.recvbuff, c.count, c.op, c.root, channels, c.algo};
+        a.nChannels = std::max(a.nChannels, channels);
+      }
+      fillRingChannels(&a);
+      ScopedDevice on(device_);
+      std::lock_guard<std::mutex> lock(launchMu_);
+      CC_CHECK(orderAfterLastLaunch(stream));
+      CC_CHECK(cudaLaunchCollective(a, stream));
+      CC_CHECK(launched(stream, op));
+      return kOk;
+    });
   }
 
   // What the one-block kernels over per-peer connections (one-shot, Direct) share: the work, the
@@ -278,6 +336,17 @@ class CudaExecutor final : public Executor {
   // waits for the device, where a peer's kernel may be spinning on this rank. Called under launchMu_.
   static Status growScratch(Scratch* s, size_t bytes, cudaStream_t stream) {
     if (bytes <= s->bytes) return kOk;
+    // Grown in a capture, the buffer would be the graph's own allocation (freed with it, and absent
+    // until its first replay) while later operations outside the graph used it too.
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    CC_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+    if (capturing != cudaStreamCaptureStatusNone)
+      return CC_ERROR(Status::kInvalidUsage,
+                      "this collective needs %zu bytes of device scratch (the one-shot AllReduce's gather buffer or "
+                      "Direct's reduction chunk) where the communicator has %zu, and the stream is being captured "
+                      "into a CUDA graph, which cannot grow it: run one such collective of this size before the "
+                      "capture",
+                      bytes, s->bytes);
     if (s->ptr != nullptr) CC_CUDA_CHECK(cudaFreeAsync(s->ptr, stream));
     s->ptr = nullptr;
     s->bytes = 0;
@@ -364,12 +433,14 @@ class CudaExecutor final : public Executor {
     // which runs beside kernels still spinning (a blocking copy would wait for them).
     ScopedDevice on(device_);
     std::lock_guard<std::mutex> lock(launchMu_);  // runP2p adds to ownStates_
+    // Every word is tried, whatever one failed (its peer then waits out its deadline, the others
+    // need not); a word in host memory (NET's FIFOs) is copied too, so the kind is CUDA's to tell.
     const uint32_t gone = goneState(culprit, reason);
     for (uint32_t* word : ownStates_) {
-      if (cudaMemcpyAsync(word, &gone, sizeof(gone), cudaMemcpyHostToDevice, ctrlStream_) != cudaSuccess) break;
-      (void)cudaStreamSynchronize(ctrlStream_);  // `gone` is on this stack
+      if (cudaMemcpyAsync(word, &gone, sizeof(gone), cudaMemcpyDefault, ctrlStream_) == cudaSuccess)
+        (void)cudaStreamSynchronize(ctrlStream_);  // `gone` is on this stack
+      (void)cudaGetLastError();
     }
-    (void)cudaGetLastError();
   }
 
  private:
@@ -519,6 +590,7 @@ class CudaExecutor final : public Executor {
   size_t maxTransfers_ = kCudaMaxP2pTransfers;  // per point-to-point kernel (maxTransfersPerRun)
   bool sharesDevice_ = false;  // another rank of the communicator launches on this device (warnSharedDeviceQueues)
   bool onePoller_ = true;  // Simple waits polled by one thread per block (COLLCOMM_GPU_POLLERS=0: all)
+  bool groupLaunch_ = true;  // a group's ring collectives as one launch (COLLCOMM_GPU_GROUP_LAUNCH=0: each)
   uint64_t timeoutNs_ = 0;
   void* mapped_ = nullptr;  // MappedWords, host address
   uint32_t* devAbort_ = nullptr;

@@ -94,6 +94,22 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
     if (in.members[m].status == nullptr)
       return CC_ERROR(Status::kInvalidArgument, "CUDA launch of %s: member %d of the fused launch has no status word",
                       collName(in.kind), m);
+  // A group's works: no more than the table holds, not in a fused launch, each within the
+  // launch's channels and of a known algorithm.
+  if (in.nWorks < 0 || in.nWorks > kCudaMaxGroupWorks || (in.nWorks > 0 && in.nMembers > 0))
+    return CC_ERROR(Status::kInvalidArgument,
+                    "CUDA launch of %s with %d works of a group (%d ranks fused): works must be 0..%d, and a fused "
+                    "launch has none",
+                    collName(in.kind), in.nWorks, in.nMembers, kCudaMaxGroupWorks);
+  for (int i = 0; i < in.nWorks; ++i) {
+    const CudaGroupWork& w = in.works[i];
+    if (w.nChannels < 1 || w.nChannels > in.nChannels || w.algo != in.works[0].algo)
+      return CC_ERROR(Status::kInvalidArgument,
+                      "CUDA launch of %s: work %d of the group asks for %d channels (the launch has %d) and algorithm "
+                      "%d (work 0: %d)",
+                      collName(in.kind), i, w.nChannels, in.nChannels, static_cast<int>(w.algo),
+                      static_cast<int>(in.works[0].algo));
+  }
   const int blocks = members * in.nChannels;
   for (int b = 0; b < blocks; ++b) {
     const CudaChannelArgs& ch = in.channels[b];
@@ -107,8 +123,13 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
 
   CudaCollArgs args = in;
   if (!collReducesConstexpr(in.kind)) {
+    const size_t elemBytes = dtypeSize(args.dtype);
     lowerToBytes(&args);
     for (int m = 0; m < args.nMembers; ++m) args.members[m].op = args.op;  // bytes are copied, not combined
+    for (int i = 0; i < args.nWorks; ++i) {
+      args.works[i].count *= elemBytes;
+      args.works[i].op = args.op;
+    }
   }
   const int index = cudaKernelIndex(args.kind, args.dtype, args.op.kind, args.proto);
   const void* kernel = kShardLookups[index % kCudaKernelShards](index);
@@ -254,6 +275,12 @@ Status cudaKernelResult(const CudaKernelStatus& st, const char* opName, int rank
       return CC_ERROR(code,
                       "%s on rank %d: rank %d sent a step of %llu bytes where %llu were expected; the ranks made "
                       "calls with different counts, types or operations",
+                      opName, rank, st.peerRank, static_cast<unsigned long long>(st.got),
+                      static_cast<unsigned long long>(st.expected));
+    case CudaFailReason::kCallMismatch:
+      return CC_ERROR(code,
+                      "%s on rank %d: rank %d called another collective (count %llu where this rank has %llu, or "
+                      "another kind, type, reduction or root); every rank must make the same call",
                       opName, rank, st.peerRank, static_cast<unsigned long long>(st.got),
                       static_cast<unsigned long long>(st.expected));
     case CudaFailReason::kBadStepSize:

@@ -34,11 +34,13 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaDirectKernel(const __grid
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
   CudaPlatform plat(args, &blockFailed);
-  const Fn fn(opArgOf<T>(args.op));
-  const DirectWork w = directWorkOf(args, args.builtinOp, self, conns.peers, descs, tokens, transfers, args.chunk);
+  const uint64_t opArg = opArgOf<T>(args.op);
+  const Fn fn(opArg);
+  const DirectWork w =
+      directWorkOf(args, args.builtinOp, opArg, self, conns.peers, descs, tokens, transfers, args.chunk);
   const DirectResult r = directCollective<T>(plat, fn, w);
   if (r.mismatch >= 0)
-    plat.fail(ccInvalidUsage, CudaFailReason::kSizeMismatch, conns.recvs[r.mismatch].peer, "the same call",
+    plat.fail(ccInvalidUsage, CudaFailReason::kCallMismatch, conns.recvs[r.mismatch].peer, "the same call",
               descs[r.mismatch].count, descs[self].count);
   conns.finish(args, r.done);
 }

@@ -26,7 +26,7 @@ FusedLaunch::~FusedLaunch() {
   if (done_ != nullptr) cudaEventDestroy(done_);
 }
 
-Status FusedLaunch::join(const ExecSetup& s, int rank, int device, int* maxChannels) {
+Status FusedLaunch::join(const ExecSetup& s, int rank, int device) {
   rank_ = rank;
   device_ = device;
   const int most = std::max(1, s.mostRanksOnADevice);
@@ -43,9 +43,8 @@ Status FusedLaunch::join(const ExecSetup& s, int rank, int device, int* maxChann
   CC_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
   CC_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
   CC_CHECK(joinLaunchGroup(s.commId, device, s.deviceMates, &group_));
-  *maxChannels = std::max(1, std::min(*maxChannels, kCudaMaxChannels / most));
-  CC_INFO(kSubsysInit, "rank %d: fused launches with ranks sharing CUDA device %d (member %d of %zu), %d channel(s)",
-          rank, device, member_, s.deviceMates.size(), *maxChannels);
+  CC_INFO(kSubsysInit, "rank %d: fused launches with ranks sharing CUDA device %d (member %d of %zu)", rank, device,
+          member_, s.deviceMates.size());
   return kOk;
 }
 
@@ -80,6 +79,13 @@ Status FusedLaunch::fuseAndLaunch(std::span<const void* const> payloads) {
                     "%s: ranks sharing CUDA device %d launch together, but only %zu of their %zu streams are being "
                     "captured into a graph: capture all of them or none",
                     collName(first.kind), piece(0).rank, capturing, n);
+  for (size_t m = 0; m < n; ++m)
+    if (piece(m).stream == cudaStreamPerThread)
+      return CC_ERROR(Status::kInvalidUsage,
+                      "%s on rank %d: cudaStreamPerThread names the calling thread's stream, but ranks sharing a CUDA "
+                      "device run their collectives as one kernel launched by whichever of their threads comes last "
+                      "(COLLCOMM_GPU_FUSED_LAUNCH=1): pass a stream made with cudaStreamCreate",
+                      collName(first.kind), piece(m).rank);
   CudaCollArgs fused = first;
   fused.nMembers = static_cast<int>(n);
   const int channels = first.nChannels;
@@ -107,7 +113,13 @@ Status FusedLaunch::fuseAndLaunch(std::span<const void* const> payloads) {
   const cudaStream_t stream = piece(0).stream;
   for (size_t m = 1; m < n; ++m) CC_CUDA_CHECK(cudaStreamWaitEvent(stream, piece(m).ready, 0));
   CC_CHECK(cudaLaunchCollective(fused, stream));
-  for (size_t m = 1; m < n; ++m) CC_CUDA_CHECK(cudaEventRecord(piece(m).done, stream));
+  // Launched: every member's "done" is recorded before a failure to record one is said.
+  cudaError_t firstError = cudaSuccess;
+  for (size_t m = 1; m < n; ++m) {
+    const cudaError_t err = cudaEventRecord(piece(m).done, stream);
+    if (firstError == cudaSuccess) firstError = err;
+  }
+  if (firstError != cudaSuccess) return cudaFailed(firstError, "recording the end of a fused launch (cudaEventRecord)");
   return kOk;
 }
 

@@ -25,11 +25,11 @@ class FusedLaunch {
   FusedLaunch& operator=(const FusedLaunch&) = delete;
   ~FusedLaunch();
 
-  // Joins the launch group of s's ranks on `device` (rank `rank` among s.deviceMates), and lowers
-  // *maxChannels to this rank's share of a launch's blocks: every rank takes the same share
-  // (kCudaMaxChannels over the most ranks on any device) so that their plans agree. With more
-  // ranks on a device than one launch holds it warns and stays out (joined() is false).
-  Status join(const ExecSetup& s, int rank, int device, int* maxChannels);
+  // Joins the launch group of s's ranks on `device` (rank `rank` among s.deviceMates). The caller
+  // has capped its channels at a member's share of a launch's blocks (kCudaMaxChannels over the
+  // most ranks on any device), as every rank of the communicator does. With more ranks on a device
+  // than one launch holds it warns and stays out (joined() is false).
+  Status join(const ExecSetup& s, int rank, int device);
   bool joined() const { return group_ != nullptr; }
 
   // This rank's ring collective `a` on `stream`, fused with the other members' of the same round.

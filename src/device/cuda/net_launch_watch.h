@@ -22,8 +22,9 @@ namespace collcomm::detail {
 
 class NetLaunchWatch final : public ProxyClient {
  public:
-  // `commOps`: the communicator's count of running operations over NET (ccComm::netOpsRunning).
-  explicit NetLaunchWatch(std::atomic<int>* commOps) : commOps_(commOps) {}
+  // `commOps`: the communicator's count of running operations over NET (ccComm::netOpsRunning);
+  // `device`: the CUDA device the launches run on (the proxy thread queries their events there).
+  NetLaunchWatch(std::atomic<int>* commOps, int device) : commOps_(commOps), device_(device) {}
   ~NetLaunchWatch() override;
   NetLaunchWatch(const NetLaunchWatch&) = delete;
   NetLaunchWatch& operator=(const NetLaunchWatch&) = delete;
@@ -43,6 +44,7 @@ class NetLaunchWatch final : public ProxyClient {
   };
 
   std::atomic<int>* const commOps_;
+  const int device_;
   bool registered_ = false;                  // with the proxy (at the first launch)
   std::unique_ptr<ProxyActivity> captured_;  // held from the first captured launch on
   std::mutex mu_;                            // what follows: the launching thread and the proxy's

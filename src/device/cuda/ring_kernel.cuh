@@ -54,8 +54,9 @@ template <Protocol P>
 using ProtoOf = std::conditional_t<P == Protocol::kLL, ProtoLL, ProtoSimple>;
 
 // Grid: nChannels blocks of nthreads threads (a fused launch: nMembers x nChannels, cuda_args.h).
-// Returns when the channel's share is done or failed (see CudaPlatform); failures are reported in
-// the block's rank's status.
+// Block c runs its channel's share of each of the launch's works in order (one, or a group's:
+// cuda_args.h). Returns when they are done or one failed (see CudaPlatform); failures are reported
+// in the block's rank's status.
 template <class T, class Fn, class Proto, class Algo>
 __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_constant__ CudaCollArgs args) {
   constexpr size_t kStaging = Proto::kNeedsStaging ? kMaxLlStepPayload : 16;
@@ -67,41 +68,60 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_c
   const int c = ch.channel;
   // The block's rank: the launch's own, or in a fused launch its member's buffers, reduction,
   // abort word and status.
-  CollWork work = args;
+  CollWork base = args;
   CudaWaitArgs waits = args;
   if (args.nMembers > 0) {
     const CudaMemberArgs& m = args.members[ch.member];
-    work.sendbuff = m.sendbuff;
-    work.recvbuff = m.recvbuff;
-    work.op = m.op;
+    base.sendbuff = m.sendbuff;
+    base.recvbuff = m.recvbuff;
+    base.op = m.op;
     waits.abortFlag = m.abortFlag;
     waits.status = m.status;
   }
-  const Fn fn(opArgOf<T>(work.op));
-  if (work.nranks == 1) {
+  const int nWorks = args.nWorks > 0 ? args.nWorks : 1;
+  if (base.nranks == 1) {
     // Alone: the result is this rank's input, pre- and post-processed (as the host executor).
-    const RingWork w = channelWorkOf(work, c, ch.ringPos, ch.ringRanks, 0);
-    const T* src = static_cast<const T*>(w.sendbuff) + w.partOffset;
-    T* dst = static_cast<T*>(w.recvbuff) + w.partOffset;
-    reduceCopy(fn, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), w.partCount, src, true,
-               static_cast<const T*>(nullptr), false, dst, static_cast<T*>(nullptr), true);
+    for (int i = 0; i < nWorks; ++i) {
+      const CollWork work = groupWorkOf(args, base, i);
+      if (c >= work.nChannels) continue;
+      const Fn fn(opArgOf<T>(work.op));
+      const RingWork w = channelWorkOf(work, c, ch.ringPos, ch.ringRanks, 0);
+      const T* src = static_cast<const T*>(w.sendbuff) + w.partOffset;
+      T* dst = static_cast<T*>(w.recvbuff) + w.partOffset;
+      reduceCopy(fn, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), w.partCount, src, true,
+                 static_cast<const T*>(nullptr), false, dst, static_cast<T*>(nullptr), true);
+    }
     return;
   }
 
-  // Thread-private copies: every thread advances its own step counters. Taken before the barrier
-  // so that thread 0's write-back at the end cannot overtake a sibling's read.
+  // Thread-private copies: every thread advances its own step counters, from one work to the
+  // next. Taken before the barrier so that thread 0's write-back at the end cannot overtake a
+  // sibling's read.
   SendConn send = *ch.send;
   RecvConn recv = *ch.recv;
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
   CudaPlatform plat(waits, &blockFailed, sendStaging[0], sendStaging[1], recvStaging);
   plat.nameChannel(c);
-  Primitives<T, Fn, Proto, CudaPlatform> prims(plat, fn, &send, &recv);
-  if (prims.stepElems() == 0 ||
-      (Proto::kNeedsStaging &&
-       (Proto::stepBytes(send) > kMaxLlStepPayload || Proto::stepBytes(recv) > kMaxLlStepPayload))) {
-    plat.fail(ccInternalError, CudaFailReason::kBadStepSize, send.peer, "staging");
-  } else {
+  bool ranOne = false;
+  for (int i = 0; i < nWorks; ++i) {
+    const CollWork work = groupWorkOf(args, base, i);
+    if (c >= work.nChannels) continue;
+    // The works share the staging buffers: every thread is past the last one's steps before the
+    // next one's first. A failed thread calls no barrier (see CudaPlatform).
+    if (ranOne) {
+      if (plat.failed()) break;
+      plat.barrier();
+      if (plat.failed()) break;
+    }
+    ranOne = true;
+    const Fn fn(opArgOf<T>(work.op));
+    Primitives<T, Fn, Proto, CudaPlatform> prims(plat, fn, &send, &recv);
+    if (prims.stepElems() == 0 || (Proto::kNeedsStaging && (Proto::stepBytes(send) > kMaxLlStepPayload ||
+                                                            Proto::stepBytes(recv) > kMaxLlStepPayload))) {
+      plat.fail(ccInternalError, CudaFailReason::kBadStepSize, send.peer, "staging");
+      break;
+    }
     Algo::template run<T>(prims, channelWorkOf(work, c, ch.ringPos, ch.ringRanks, prims.stepElems()));
   }
   // No barrier from here on: threads that failed may already have left.

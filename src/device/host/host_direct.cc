@@ -44,8 +44,9 @@ Status HostExecutor::runDirect(const ExecColl& c, const HostWaitContext& ctx) {
     return CC_ERROR(Status::kSystemError, "%s on rank %d: no memory for the Direct algorithm's %zu-byte scratch", name,
                     rank, chunkBytes);
   }
-  const DirectWork w = directWorkOf(collWorkOf(c, n), c.builtinOp, rank, c.peers, directDescs_.data(),
-                                    directTokens_.data(), peerTransfers_.data(), directScratch_.data());
+  const DirectWork w =
+      directWorkOf(collWorkOf(c, n), c.builtinOp, reduces ? c.op.opArg : 0, rank, c.peers, directDescs_.data(),
+                   directTokens_.data(), peerTransfers_.data(), directScratch_.data());
   DirectResult r;
   // AllGather and Broadcast move bytes: one instantiation for every type.
   const Status s = reduces ? dispatchReduction<DirectOnHost>(c.dtype, c.op.kind, w, c.op.opArg, ctx, &r)

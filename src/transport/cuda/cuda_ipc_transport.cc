@@ -182,8 +182,8 @@ Status ipcAttachFifo(const ConnDesc& desc, const PeerInfo& self, const PeerInfo&
     if (!isOk(s))
       return CC_ERROR(Status::kCudaError,
                       "mapping the FIFO of rank %d (host %s, pid %d; its CUDA device %d) for CUDA "
-                      "device %d failed: %s (COLLCOMM_CUMEM_ENABLE=0 shares FIFOs through cudaIpcGetMemHandle "
-                      "instead)",
+                      "device %d failed: %s (COLLCOMM_CUMEM_ENABLE=0 on every rank shares FIFOs through "
+                      "cudaIpcGetMemHandle instead: the receiving rank chooses)",
                       peer.rank, peer.host, peer.pid, peer.device, self.device, threadLastError().c_str());
     *mem = std::make_unique<IpcFifo>(range, self.device, /*owner=*/false, 0);
     return kOk;

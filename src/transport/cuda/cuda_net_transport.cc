@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "common/params.h"
 #include "device/executor.h"
 #include "transport/cuda/cuda_vmm.h"
 #include "transport/net/net_transport.h"
@@ -27,7 +28,7 @@ Status pinnedAllocate(size_t bytes, int device, void** block) {
   ScopedDevice on(device);
   // cuMem host memory where the driver has it: FIFOs made on first use, while a peer's kernel may
   // spin on this rank, must not come from cudaHostAlloc, which CUDA may synchronise with it.
-  if (vmmHostSupported(device)) {
+  if (paramInt(Param::kCuMemHostEnable) != 0 && vmmHostSupported(device)) {
     VmmRange range;
     if (isOk(vmmAllocateHost(device, bytes, &range))) {
       std::lock_guard<std::mutex> lock(vmmBlocksMu);
@@ -35,7 +36,9 @@ Status pinnedAllocate(size_t bytes, int device, void** block) {
       *block = range.ptr;
       return kOk;
     }
-    CC_INFO(kSubsysNet, "NET FIFO in cuMem host memory failed (%s); using cudaHostAlloc", threadLastError().c_str());
+    vmmHostFailed(device);
+    CC_INFO(kSubsysNet, "NET FIFO in cuMem host memory failed (%s); using cudaHostAlloc from now on",
+            threadLastError().c_str());
     clearThreadLastError();
   }
   void* host = nullptr;

@@ -29,6 +29,7 @@ struct Driver {
   decltype(&::cuMemUnmap) unmap = nullptr;
   decltype(&::cuMemSetAccess) setAccess = nullptr;
   decltype(&::cuMemRelease) release = nullptr;
+  decltype(&::cuMemGetAllocationPropertiesFromHandle) propertiesOf = nullptr;
   bool ok = false;
 };
 
@@ -55,7 +56,8 @@ const Driver& driver() {
            lookUp("cuMemCreate", &d.create) && lookUp("cuMemExportToShareableHandle", &d.exportHandle) &&
            lookUp("cuMemImportFromShareableHandle", &d.importHandle) && lookUp("cuMemAddressReserve", &d.reserve) &&
            lookUp("cuMemAddressFree", &d.addressFree) && lookUp("cuMemMap", &d.map) && lookUp("cuMemUnmap", &d.unmap) &&
-           lookUp("cuMemSetAccess", &d.setAccess) && lookUp("cuMemRelease", &d.release);
+           lookUp("cuMemSetAccess", &d.setAccess) && lookUp("cuMemRelease", &d.release) &&
+           lookUp("cuMemGetAllocationPropertiesFromHandle", &d.propertiesOf);
   });
   return d;
 }
@@ -76,12 +78,14 @@ CUmemAllocationProp deviceProp(int device) {
   return prop;
 }
 
-// Reserves an address range for `handle`'s `bytes`, maps it and lets `device` (and, with
+// Reserves an address range for `handle`'s `bytes`, aligned to `alignment` (the allocation's
+// granularity, which cuMemMap requires of the address), maps it and lets `device` (and, with
 // `cpuToo`, the CPU) read and write it. On failure releases what it made, never the handle.
-Status mapFor(uint64_t handle, size_t bytes, int device, VmmRange* out, const char* what, bool cpuToo = false) {
+Status mapFor(uint64_t handle, size_t bytes, size_t alignment, int device, VmmRange* out, const char* what,
+              bool cpuToo = false) {
   const Driver& d = driver();
   CUdeviceptr ptr = 0;
-  CUresult r = d.reserve(&ptr, bytes, 0, 0, 0);
+  CUresult r = d.reserve(&ptr, bytes, alignment, 0, 0);
   if (r != CUDA_SUCCESS)
     return CC_ERROR(Status::kCudaError, "%s: reserving %zu bytes of addresses failed: %s", what, bytes, errorText(r));
   r = d.map(ptr, bytes, 0, handle, 0);
@@ -141,9 +145,25 @@ bool vmmExportable(int device) {
                                    CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED});
 }
 
+// Devices whose host cuMem allocation failed once (vmmHostFailed): not asked again.
+constexpr int kMaxHostDevices = 64;
+std::atomic<bool> hostFailed[kMaxHostDevices] = {};
+
 bool vmmHostSupported(int device) {
+  // Drivers before 12.6 have crashed in cuMemCreate of host NUMA memory (NCCL turns it on from
+  // 12.6 for that reason).
+  static const bool driverOk = [] {
+    int version = 0;
+    return cudaDriverGetVersion(&version) == cudaSuccess && version >= 12060;
+  }();
+  if (!driverOk || device < 0 || device >= kMaxHostDevices || hostFailed[device].load(std::memory_order_relaxed))
+    return false;
   return cachedSupport<1>(device, {CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
                                    CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED});
+}
+
+void vmmHostFailed(int device) {
+  if (device >= 0 && device < kMaxHostDevices) hostFailed[device].store(true, std::memory_order_relaxed);
 }
 
 Status vmmAllocateHost(int device, size_t bytes, VmmRange* out) {
@@ -165,7 +185,7 @@ Status vmmAllocateHost(int device, size_t bytes, VmmRange* out) {
   if (r != CUDA_SUCCESS)
     return CC_ERROR(Status::kCudaError, "allocating %zu bytes of host memory on NUMA node %d (cuMemCreate) failed: %s",
                     rounded, prop.location.id, errorText(r));
-  const Status s = mapFor(handle, rounded, device, out, "a FIFO in host memory", /*cpuToo=*/true);
+  const Status s = mapFor(handle, rounded, granularity, device, out, "a FIFO in host memory", /*cpuToo=*/true);
   if (!isOk(s)) (void)d.release(handle);
   return s;
 }
@@ -193,7 +213,7 @@ Status vmmAllocate(int device, size_t bytes, VmmRange* out, int* exportFd) {
     return CC_ERROR(Status::kCudaError, "exporting a cuMem allocation of CUDA device %d as a descriptor failed: %s",
                     device, errorText(r));
   }
-  const Status s = mapFor(handle, rounded, device, out, "a FIFO on this rank's device");
+  const Status s = mapFor(handle, rounded, granularity, device, out, "a FIFO on this rank's device");
   if (!isOk(s)) {
     close(fd);
     (void)d.release(handle);
@@ -212,7 +232,12 @@ Status vmmImport(int fd, size_t bytes, int device, VmmRange* out) {
                                     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   if (r != CUDA_SUCCESS)
     return CC_ERROR(Status::kCudaError, "importing a peer process's cuMem allocation failed: %s", errorText(r));
-  const Status s = mapFor(handle, bytes, device, out, "a peer process's FIFO");
+  // Mapped at the granularity of the allocation as its owner made it.
+  CUmemAllocationProp prop{};
+  size_t granularity = 0;
+  const CUresult q = d.propertiesOf(&prop, handle);
+  if (q == CUDA_SUCCESS) (void)d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  const Status s = mapFor(handle, bytes, granularity, device, out, "a peer process's FIFO");
   if (!isOk(s)) (void)d.release(handle);
   return s;
 }

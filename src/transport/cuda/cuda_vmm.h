@@ -28,8 +28,12 @@ Status vmmAllocate(int device, size_t bytes, VmmRange* out, int* exportFd);
 // Maps the allocation another process exported as `fd` (`bytes` as that side mapped it) into this
 // process, read-write for `device` (the peer's own device or another with peer access).
 Status vmmImport(int fd, size_t bytes, int device, VmmRange* out);
-// Whether `device` supports cuMem allocations in host memory (CUDA 12.2 and later drivers).
+// Whether cuMem allocations in host memory are to be made for `device`: the device supports them
+// (CUDA 12.2 and later), the driver is 12.6 or later, and none has failed for it (vmmHostFailed).
 bool vmmHostSupported(int device);
+// A host allocation for `device` failed: vmmHostSupported says false from now on, so that every
+// later FIFO goes straight to the fallback.
+void vmmHostFailed(int device);
 // Pinned host memory of at least `bytes` on the host NUMA node nearest `device` (not cleared),
 // read-write for the CPU and for `device`, at one address for both: what cudaHostAlloc gives,
 // without being among the calls CUDA may synchronise with kernels already running.

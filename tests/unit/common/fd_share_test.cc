@@ -1,6 +1,7 @@
 // Handing descriptors to other processes (common/fd_share.h): a child process gets the offered
 // file's descriptor and reads what the parent wrote; a wrong key, a withdrawn offer and a process
-// that serves nothing are refused with a sentence naming the rank and pid, and no descriptor.
+// that serves nothing are refused with a sentence naming the rank and pid, and no descriptor; a
+// forked child keeps nothing its parent offered.
 #include "common/fd_share.h"
 
 #include <gtest/gtest.h>
@@ -112,6 +113,58 @@ TEST(FdShare, ProcessThatServesNothingIsNamedAtOnce) {
   EXPECT_GT(deadline.remainingMs(), 20000) << "it waited for the deadline";
   EXPECT_NE(threadLastError().find("rank 5's process (pid 4242) does not serve"), std::string::npos)
       << threadLastError();
+}
+
+// A process that offers, forks a child and exits: the child must not keep the offer's socket (the
+// name would stay bound with nobody serving, and a peer would wait out its deadline). So a fetch
+// from the exited process is refused at once. Its fork, in turn, must serve afresh (offerFd in a
+// forked process starts its own server).
+TEST(FdShare, AForkedChildKeepsNoOfferOfItsParent) {
+  test::Watchdog dog(60, "FdShare");
+  int ticketPipe[2], holdPipe[2];
+  ASSERT_EQ(pipe(ticketPipe), 0);
+  ASSERT_EQ(pipe(holdPipe), 0);
+  const pid_t offering = fork();
+  if (offering == 0) {
+    close(ticketPipe[0]);
+    close(holdPipe[1]);
+    const int file = memoryFile();
+    FdTicket ticket{};
+    int readyPipe[2];
+    if (file < 0 || !isOk(offerFd(file, &ticket)) || pipe(readyPipe) != 0) _exit(1);
+    if (fork() == 0) {
+      // fork() returns here after the child's fork handlers ran: say so, then live on until the
+      // test closes its end of holdPipe.
+      close(ticketPipe[1]);
+      close(readyPipe[0]);
+      (void)!write(readyPipe[1], "r", 1);
+      char c;
+      (void)!read(holdPipe[0], &c, 1);
+      _exit(0);
+    }
+    close(readyPipe[1]);
+    char ready = 0;
+    if (read(readyPipe[0], &ready, 1) != 1) _exit(1);
+    (void)!write(ticketPipe[1], &ticket, sizeof(ticket));
+    _exit(0);
+  }
+  close(ticketPipe[1]);
+  close(holdPipe[0]);
+  FdTicket ticket{};
+  const ssize_t got = read(ticketPipe[0], &ticket, sizeof(ticket));
+  close(ticketPipe[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(offering, &status, 0), offering);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the offering process failed";
+  ASSERT_EQ(got, static_cast<ssize_t>(sizeof(ticket)));
+  int fd = -1;
+  clearThreadLastError();
+  const Deadline deadline = Deadline::afterSeconds(30);
+  EXPECT_EQ(fetchFd(ticket, 2, deadline, &fd), Status::kRemoteError) << threadLastError();
+  EXPECT_EQ(fd, -1);
+  EXPECT_GT(deadline.remainingMs(), 20000) << "it waited for the deadline: the forked child kept the socket";
+  EXPECT_NE(threadLastError().find("does not serve"), std::string::npos) << threadLastError();
+  close(holdPipe[1]);  // the grandchild exits
 }
 
 }  // namespace

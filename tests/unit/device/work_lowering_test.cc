@@ -109,7 +109,7 @@ TEST(WorkLowering, DirectWorkCarriesTheCallAndTheScratch) {
   uint64_t tokens[4] = {};
   ExecTransfer transfers[6] = {};
   char chunk[8];
-  const DirectWork w = directWorkOf(a, ccMax, 3, peers, descs, tokens, transfers, chunk);
+  const DirectWork w = directWorkOf(a, ccMax, 0x3c00, 3, peers, descs, tokens, transfers, chunk);
   EXPECT_EQ(w.kind, CollKind::kAllReduce);
   EXPECT_EQ(w.sendbuff, a.sendbuff);
   EXPECT_EQ(w.recvbuff, a.recvbuff);
@@ -117,6 +117,7 @@ TEST(WorkLowering, DirectWorkCarriesTheCallAndTheScratch) {
   EXPECT_EQ(w.elemSize, 2u);
   EXPECT_EQ(w.dtype, static_cast<int32_t>(ccFloat16));
   EXPECT_EQ(w.builtinOp, static_cast<int32_t>(ccMax));
+  EXPECT_EQ(w.opArg, 0x3c00u);
   EXPECT_EQ(w.root, 2);
   EXPECT_EQ(w.rank, 3);
   EXPECT_EQ(w.nranks, 4);

@@ -132,6 +132,23 @@ TEST(GpuModelPlan, DirectOnlyWhenForcedWhereTheRanksReachEachOther) {
   EXPECT_EQ(planGpuCollective(direct, CollKind::kAllReduce, 8, 1, 32, true, nullptr, kIn).algo, Algorithm::kRing);
 }
 
+// The kernels that talk to every peer (Direct, the one-shot beyond two ranks) take at most
+// kGpuMaxPeerRanks ranks: forced on more, the planner's own choice, not a launch the executor
+// refuses (which would break the communicator).
+TEST(GpuModelPlan, PerPeerKernelsOnlyWithinTheirTable) {
+  TunerConfig direct, oneShot;
+  direct.forcedAlgo = static_cast<int>(Algorithm::kDirect);
+  oneShot.forcedAlgo = static_cast<int>(Algorithm::kOneShot);
+  const int most = kGpuMaxPeerRanks, tooMany = kGpuMaxPeerRanks + 1;
+  EXPECT_EQ(planGpuCollective(direct, CollKind::kAllReduce, 8, most, 32, true, nullptr, DirectReach::kInProcess).algo,
+            Algorithm::kDirect);
+  EXPECT_EQ(
+      planGpuCollective(direct, CollKind::kAllReduce, 8, tooMany, 32, true, nullptr, DirectReach::kInProcess).algo,
+      Algorithm::kRing);
+  EXPECT_EQ(planGpuCollective(oneShot, CollKind::kAllReduce, 8, most, 32, true, nullptr).algo, Algorithm::kOneShot);
+  EXPECT_EQ(planGpuCollective(oneShot, CollKind::kAllReduce, 8, tooMany, 32, true, nullptr).algo, Algorithm::kRing);
+}
+
 // What ccGroupSimulateEnd prices on a GPU communicator: the two-rank one-shot as a two-rank
 // Broadcast (one hop, the whole input); Direct and the one-shot on more ranks not at all.
 TEST(GpuModelPlan, TheOneShotIsPricedAsOneHopAndDirectNotAtAll) {
