@@ -135,6 +135,9 @@ struct ccComm {
   // GPU communicators: the most of its ranks that one device runs (all its ranks are threads of one
   // process), the same on every rank, as the plans and channel budgets that depend on it must be.
   int mostRanksOnADevice = 1;
+  // GPU: the least channel cap of every rank's executor (agreed at init): each rank plans a
+  // collective's channels within it, and every rank of the collective must come to the same count.
+  int gpuChannelCap = 0;
   // GPU communicators with one rank a device: their rings as the topology describes them, which the
   // planner's cost model prices, and the ranks in the order those rings take (core/gpu_model.h);
   // unset and empty elsewhere.

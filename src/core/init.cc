@@ -125,6 +125,20 @@ Status agreeRingStep(ccComm* comm, Deadline deadline) {
   return kOk;
 }
 
+// Every GPU rank plans channels within its executor's cap, which each works out alone (its GPU's
+// SMs, the ranks sharing it, the fused launch's share): the ranks agree on the least of them, or
+// ranks with different GPUs (or MPS limits) would plan different channel counts for one collective.
+Status agreeGpuChannels(ccComm* comm, Deadline deadline) {
+  std::vector<int32_t> caps(comm->nranks);
+  caps[comm->rank] = comm->executor->maxChannels();
+  if (comm->nranks > 1) CC_CHECK(comm->bootstrap->allGather(caps.data(), sizeof(int32_t), deadline));
+  comm->gpuChannelCap = *std::min_element(caps.begin(), caps.end());
+  if (comm->gpuChannelCap != caps[comm->rank])
+    CC_INFO(kSubsysInit, "rank %d: %d channel(s) a collective, the least of the ranks' (this rank's GPU holds %d)",
+            comm->rank, comm->gpuChannelCap, caps[comm->rank]);
+  return kOk;
+}
+
 // What the communicator's executor is made from: everything it needs for its whole life, so that
 // core hands it only operations.
 ExecSetup executorSetup(ccComm* comm) {
@@ -306,6 +320,7 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
     comm->directReach =
         oneProcess && comm->mostRanksOnADevice == comm->nranks ? DirectReach::kInProcess : DirectReach::kNone;
     CC_CHECK(makeCudaExecutor(executorSetup(comm), &comm->executor));
+    CC_CHECK(agreeGpuChannels(comm, deadline));
     logSummary(comm);
     return kOk;
   }

@@ -22,7 +22,7 @@ void makeShape(ccComm* comm) {
   s.nChannels = static_cast<int>(comm->channels.size());
   s.rings = p.rings.data();
   s.trees = p.trees.size() == p.rings.size() ? p.trees.data() : nullptr;
-  s.maxGpuChannels = comm->gpu() ? comm->gpu()->maxChannels() : 0;
+  s.maxGpuChannels = comm->gpu() ? std::min(comm->gpu()->maxChannels(), comm->gpuChannelCap) : 0;
   s.gpuSharedDevice = comm->gpu() != nullptr && comm->mostRanksOnADevice > 1;
   s.gpuModel = comm->gpuModel ? &*comm->gpuModel : nullptr;
   s.reach = comm->directReach;
