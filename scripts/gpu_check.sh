@@ -100,6 +100,8 @@ elif [ "${NO_BUILD:-0}" = 1 ]; then
   "$PERF/all_reduce_perf" --version 2>&1 | head -n 5
   ldd "$PERF/all_reduce_perf" 2>&1 | grep -E "not found" | head -n 10
   failed "build: the carried build in $BUILD_DIR does not run here (above)"
+  # Nothing after this could run: straight to the summary.
+  STEPS=none SKIP_TESTS=1 SKIP_NCCL=1
 else
   # A build folder configured for another source path (copied from elsewhere) cannot be reused.
   if [ -f "$BUILD_DIR/CMakeCache.txt" ] &&
@@ -253,7 +255,9 @@ else
   if nvidia-cuda-mps-control -d >>"$LOG_DIR/mps.log" 2>&1; then
     # Quit whatever ends the check from here (a signal at the run's limit included), so that no
     # daemon outlives it on the machine.
-    trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1' EXIT INT TERM
+    trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1' EXIT
+    trap 'exit 143' TERM
+    trap 'exit 130' INT
     mps_limit=$((DEADLINE - $(elapsed)))
     [ "$mps_limit" -gt 240 ] && mps_limit=240
     [ "$mps_limit" -lt 10 ] && mps_limit=10

@@ -332,9 +332,9 @@ class DirectAlgo {
         const void* near = plat_.peerPointer(p, remote);
         return static_cast<const T*>(near != nullptr ? near : scratch + slot * p);
       };
-      if constexpr (Fn::kHasPreOp) {
-        // Each operand pre-processed with its own rank's functor (a PreMulSum's scalar is each
-        // rank's), into its slot, then reduced as it is.
+      // A PreMulSum op's scalar is each rank's own (AVG's, built in, is everyone's): each operand is
+      // pre-processed with its own rank's functor, into its slot, then reduced as it is.
+      if (Fn::kHasPreOp && w_.builtinOp < 0) {
         for (int p = 0; p < n(); ++p) {
           const Fn own(w_.descs[p].opArg);
           reduceCopy(own, plat_.tid(), plat_.nthreads(), elems, operand(p), true, static_cast<const T*>(nullptr), false,

@@ -54,31 +54,35 @@ struct OneShotWork {
   const ExecPeerConn* peers;  // nranks entries, connected (this rank's own unused)
   void* gather;               // nranks * count elements: slot p receives rank p's input
   ExecTransfer* transfers;    // 2 * (nranks - 1) entries, overwritten
+  // The reduction's pre-op differs by rank (a ccRedOpCreatePreMulSum op: each rank's own scalar;
+  // AVG's, built in, is everyone's): each rank applies its own to what it sends.
+  bool ownPreOp;
 };
 
 // Every input to every rank (the engine runs the 2(n-1) transfers together, so no order of
 // sends can deadlock), then recvbuff = in0 (+) in1 (+) ... (+) in{n-1} in rank order, pre-ops
-// on every input and the post-op on the result. A reduction with a pre-op (PreMulSum, whose
-// scalar is each rank's own) has each rank pre-process its own input into its slot and send that,
-// as the ring's sends do, so every input meets its own rank's pre-op. False once a wait failed
-// (the platform holds why; the threads leave without another barrier, as the engine does).
+// on every input and the post-op on the result. A pre-op of each rank's own (w.ownPreOp) is
+// applied by the rank whose input it is: it pre-processes its input into its slot and sends that,
+// as the ring's sends do. False once a wait failed (the platform holds why; the threads leave
+// without another barrier, as the engine does).
 template <class T, class Fn, class Platform>
 CC_HD bool oneShotAllReduceAny(Platform& plat, const Fn& fn, const OneShotWork& w) {
   T* gather = static_cast<T*>(w.gather);
   const T* own = static_cast<const T*>(w.sendbuff);
   T* dst = static_cast<T*>(w.recvbuff);
   T* ownSlot = gather + w.count * w.rank;
+  const bool ownPreOp = Fn::kHasPreOp && w.ownPreOp;
   // In place, the passes before this rank's operand overwrite it (ranks 0 and 1 are read by the
   // first pass before it writes): keep a copy in this rank's own slot. The sends read the
-  // input before any pass runs. With a pre-op, the slot holds the pre-processed input, sent from
-  // there.
-  if (Fn::kHasPreOp || (own == dst && w.rank >= 2)) {
-    reduceCopy(fn, plat.tid(), plat.nthreads(), w.count, own, Fn::kHasPreOp, static_cast<const T*>(nullptr), false,
-               ownSlot, static_cast<T*>(nullptr), false);
+  // input before any pass runs. With a pre-op of its own, the slot holds the pre-processed input,
+  // sent from there.
+  if (ownPreOp || (own == dst && w.rank >= 2)) {
+    reduceCopy(fn, plat.tid(), plat.nthreads(), w.count, own, ownPreOp, static_cast<const T*>(nullptr), false, ownSlot,
+               static_cast<T*>(nullptr), false);
     own = ownSlot;
-    if (Fn::kHasPreOp) plat.barrier();  // the slot is written before any thread sends it
+    if (ownPreOp) plat.barrier();  // the slot is written before any thread sends it
   }
-  const void* sent = Fn::kHasPreOp ? static_cast<const void*>(ownSlot) : w.sendbuff;
+  const void* sent = ownPreOp ? static_cast<const void*>(ownSlot) : w.sendbuff;
   const size_t bytes = w.count * sizeof(T);
   size_t n = 0;
   for (int p = 0; p < w.nranks; ++p) {
@@ -91,7 +95,7 @@ CC_HD bool oneShotAllReduceAny(Platform& plat, const Fn& fn, const OneShotWork& 
   plat.barrier();  // every slot (and the copy above) written before any thread reduces
   reduceInRankOrder<T>(
       plat, fn, w.nranks, [&](int p) { return p == w.rank ? own : static_cast<const T*>(gather + w.count * p); }, dst,
-      w.count, /*pre=*/!Fn::kHasPreOp);
+      w.count, /*pre=*/!ownPreOp);
   return true;
 }
 

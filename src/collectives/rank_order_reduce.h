@@ -17,8 +17,9 @@ namespace collcomm::detail {
 
 // dst[i] = post(((pre(x0[i]) (+) pre(x1[i])) (+) pre(x2[i])) ... (+) pre(x{n-1}[i])) for i < count,
 // where xk = src(k) (a callable giving operand k's elements, so callers need no pointer table);
-// n == 1 is pre and post applied to x0. With `pre` false no operand is pre-processed: the caller
-// did it, with each operand's own rank's functor (a PreMulSum's scalar is each rank's own). dst may be x0 or x1 (the
+// n == 1 is x0 with pre (where `pre`) and post applied. With `pre` false no operand is
+// pre-processed: the caller did it, with each operand's own rank's functor (a PreMulSum op's scalar
+// is each rank's own). dst may be x0 or x1 (the
 // first pass reads both before writing each element); no other overlap: a later operand that dst overlaps would be
 // overwritten by an earlier pass. The cooperating threads split every pass and meet at a barrier between passes (a pass
 // reads what the previous one wrote, not necessarily the same thread's elements).

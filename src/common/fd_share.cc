@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
-#include <new>
 #include <thread>
 #include <unordered_map>
 
@@ -97,10 +96,10 @@ class FdServer {
     return kOk;
   }
 
-  // In a child after fork (pthread_atfork): no thread serves here; close what the parent offered.
-  // The lock may have been held by a thread that does not exist in the child: it is made anew.
+  // In a child after fork (pthread_atfork, with the lock taken before the fork): no thread serves
+  // here; close what the parent offered.
   void forgetInChild() {
-    new (&mu_) std::mutex();
+    mu_.unlock();
     if (listen_ >= 0) close(listen_);
     listen_ = -1;
     for (auto& [id, o] : offers_) close(o.fd);
@@ -142,8 +141,13 @@ class FdServer {
     // A child forked from here holds the socket and the offered descriptors but no server thread:
     // it closes them (the name would otherwise stay bound after this process died, and a peer would
     // wait out its deadline instead of hearing at once that nobody serves).
+    // The lock is held across the fork, so that no other thread is inside an offer, a withdrawal
+    // or a reply when the child copies the offers.
     static std::once_flag atFork;
-    std::call_once(atFork, [] { (void)pthread_atfork(nullptr, nullptr, [] { server().forgetInChild(); }); });
+    std::call_once(atFork, [] {
+      (void)pthread_atfork([] { server().mu_.lock(); }, [] { server().mu_.unlock(); },
+                           [] { server().forgetInChild(); });
+    });
     // Lives with the process: the server is never destroyed (peers may ask until they are done). It
     // takes no signal, so that none interrupts its calls (the process's handlers run elsewhere).
     sigset_t all, previous;

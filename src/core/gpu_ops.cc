@@ -45,8 +45,10 @@ bool connectsFirst(const ccComm* comm, Algorithm algo) {
 
 // A launch refused on the host: an earlier kernel's failure (pollGpuFailure records it), or, where no
 // kernel failed, one of this launch's own (the fused launch's rendezvous timed out or was aborted,
-// ranks called different collectives), after which the peers' kernels may wait for this rank's
-// in vain: they are told it left, and the communicator is broken, as a host operation's failure does.
+// ranks called different collectives, scratch that cannot grow under capture), after which the
+// peers' kernels may wait for this rank's in vain: for the codes failOp acts on (timeout, remote
+// error, invalid usage, internal error) they are told it left and the communicator is broken, as a
+// host operation's failure does; a CUDA error or a bad argument leaves both as they are.
 Status launchRefused(ccComm* comm, Status s) {
   if (!isOk(pollGpuFailure(comm))) return s;
   ExecFailure failure;

@@ -44,9 +44,10 @@ struct PeerInfo {
 };
 
 // Whether `peer`'s pid names its process in this rank's /proc: the same kernel and PID namespace
-// (a pid from another container's namespace would name some other process here, or none).
+// (a pid from another container's namespace would name some other process here, or none). Where
+// neither could read its namespace, the kernel alone decides, as before namespaces were compared.
 inline bool samePidSpace(const PeerInfo& self, const PeerInfo& peer) {
-  return self.machineHash == peer.machineHash && self.pidNamespace == peer.pidNamespace && self.pidNamespace != 0;
+  return self.machineHash == peer.machineHash && self.pidNamespace == peer.pidNamespace;
 }
 
 // Opaque description of a FIFO, made by the receiving side's transport.

@@ -213,6 +213,7 @@ struct CudaPeerCollArgs : CollWork, CudaWaitArgs {
 inline constexpr int kCudaMaxOneShotRanks = kCudaMaxPeerRanks;
 struct CudaOneShotArgs : CudaPeerCollArgs {
   void* gather;
+  bool ownPreOp;  // as OneShotWork::ownPreOp: a ccRedOpCreatePreMulSum op (ExecColl::builtinOp < 0)
 };
 
 // Direct (direct_kernel.cu): one block runs the portable collectives/direct.h over the per-peer

@@ -100,13 +100,12 @@ class CudaExecutor final : public Executor {
                       "use fewer ranks per GPU",
                       rank_, ranksOnDevice, device_, blocksPerSm * sms, sms, blocksPerSm);
     maxChannels_ = std::max(maxChannels_, 1);
-    // With fused launches on, every rank takes a fused member's share of a launch's blocks, whether
-    // or not it joins a launch group (alone on its device, or its device mates in other processes):
-    // each rank plans channels within its own cap, and the ranks of a collective must agree.
-    const bool fuses = paramInt(Param::kGpuFusedLaunch) != 0 && ranksOnDevice > 1;
-    if (fuses && ranksOnDevice <= kCudaMaxMembers)
-      maxChannels_ = std::max(1, std::min(maxChannels_, kCudaMaxChannels / ranksOnDevice));
-    if (fuses && s.deviceMates.size() > 1) CC_CHECK(fused_.join(s, rank_, device_));
+    // A fused launch holds every member's blocks: a member takes its share of them (and the ranks
+    // agree at init on the least cap of all, core's agreeGpuChannels).
+    if (paramInt(Param::kGpuFusedLaunch) != 0 && s.deviceMates.size() > 1) {
+      CC_CHECK(fused_.join(s, rank_, device_));
+      if (fused_.joined()) maxChannels_ = std::max(1, std::min(maxChannels_, kCudaMaxChannels / ranksOnDevice));
+    }
     CC_CUDA_CHECK(cudaStreamCreateWithFlags(&ctrlStream_, cudaStreamNonBlocking));
     CC_CUDA_CHECK(cudaEventCreateWithFlags(&orderEvent_, cudaEventDisableTiming));
     CC_CUDA_CHECK(cudaHostAlloc(&mapped_, sizeof(MappedWords), cudaHostAllocMapped | cudaHostAllocPortable));
@@ -256,6 +255,7 @@ class CudaExecutor final : public Executor {
     CC_CHECK(orderAfterLastLaunch(stream));
     CC_CHECK(growScratch(&gather_, static_cast<size_t>(nranks_) * c.count * dtypeSize(c.dtype), stream));
     a.gather = gather_.ptr;
+    a.ownPreOp = c.builtinOp < 0;
     CC_CHECK(cudaLaunchOneShot(a, stream));
     CC_CHECK(launched(stream, op));
     return kOk;

@@ -80,7 +80,7 @@ Status FusedLaunch::fuseAndLaunch(std::span<const void* const> payloads) {
                     "captured into a graph: capture all of them or none",
                     collName(first.kind), piece(0).rank, capturing, n);
   for (size_t m = 0; m < n; ++m)
-    if (piece(m).stream == cudaStreamPerThread)
+    if (isPerThreadStream(piece(m).stream))
       return CC_ERROR(Status::kInvalidUsage,
                       "%s on rank %d: cudaStreamPerThread names the calling thread's stream, but ranks sharing a CUDA "
                       "device run their collectives as one kernel launched by whichever of their threads comes last "

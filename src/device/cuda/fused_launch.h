@@ -25,10 +25,10 @@ class FusedLaunch {
   FusedLaunch& operator=(const FusedLaunch&) = delete;
   ~FusedLaunch();
 
-  // Joins the launch group of s's ranks on `device` (rank `rank` among s.deviceMates). The caller
-  // has capped its channels at a member's share of a launch's blocks (kCudaMaxChannels over the
-  // most ranks on any device), as every rank of the communicator does. With more ranks on a device
-  // than one launch holds it warns and stays out (joined() is false).
+  // Joins the launch group of s's ranks on `device` (rank `rank` among s.deviceMates); the caller
+  // then caps its channels at a member's share of a launch's blocks (kCudaMaxChannels over the most
+  // ranks on any device). With more ranks on a device than one launch holds it warns and stays out
+  // (joined() is false).
   Status join(const ExecSetup& s, int rank, int device);
   bool joined() const { return group_ != nullptr; }
 

@@ -40,7 +40,7 @@ Status HostExecutor::runOneShotAllReduce(const ExecColl& c, const HostWaitContex
                     rank, bytes * n);
   }
   const OneShotWork w{
-      c.sendbuff, c.recvbuff, c.count, rank, n, c.peers, gatherScratch_.data(), peerTransfers_.data()};
+      c.sendbuff, c.recvbuff, c.count, rank, n, c.peers, gatherScratch_.data(), peerTransfers_.data(), c.builtinOp < 0};
   return dispatchReduction<OneShotRun>(c.dtype, c.op.kind, w, c.op.opArg, ctx);
 }
 

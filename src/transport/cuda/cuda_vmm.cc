@@ -126,9 +126,11 @@ int deviceAttribute(int device, CUdevice_attribute attribute, int otherwise) {
 }
 
 // Whether every one of `attributes` is nonzero on `device`, asked once per device and question.
+// The devices of a process these answers are kept for.
+constexpr int kMaxDevices = 64;
+
 template <int kQuestion>
 bool cachedSupport(int device, std::initializer_list<CUdevice_attribute> attributes) {
-  constexpr int kMaxDevices = 64;
   static std::atomic<int> cached[kMaxDevices] = {};  // 0 unknown, 1 yes, 2 no
   if (device < 0 || device >= kMaxDevices) return false;
   if (const int c = cached[device].load(std::memory_order_acquire); c != 0) return c == 1;
@@ -146,8 +148,7 @@ bool vmmExportable(int device) {
 }
 
 // Devices whose host cuMem allocation failed once (vmmHostFailed): not asked again.
-constexpr int kMaxHostDevices = 64;
-std::atomic<bool> hostFailed[kMaxHostDevices] = {};
+std::atomic<bool> hostFailed[kMaxDevices] = {};
 
 bool vmmHostSupported(int device) {
   // Drivers before 12.6 have crashed in cuMemCreate of host NUMA memory (NCCL turns it on from
@@ -156,14 +157,14 @@ bool vmmHostSupported(int device) {
     int version = 0;
     return cudaDriverGetVersion(&version) == cudaSuccess && version >= 12060;
   }();
-  if (!driverOk || device < 0 || device >= kMaxHostDevices || hostFailed[device].load(std::memory_order_relaxed))
+  if (!driverOk || device < 0 || device >= kMaxDevices || hostFailed[device].load(std::memory_order_relaxed))
     return false;
   return cachedSupport<1>(device, {CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
                                    CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED});
 }
 
 void vmmHostFailed(int device) {
-  if (device >= 0 && device < kMaxHostDevices) hostFailed[device].store(true, std::memory_order_relaxed);
+  if (device >= 0 && device < kMaxDevices) hostFailed[device].store(true, std::memory_order_relaxed);
 }
 
 Status vmmAllocateHost(int device, size_t bytes, VmmRange* out) {

@@ -55,7 +55,8 @@ Status runDirect(const PeerMesh& mesh, int rank, RankScratch& s, const void* in,
   s.gather.assign(count * dtypeSize(t) * n + 1, 0);
   s.transfers.assign(2 * static_cast<size_t>(n - 1), ExecTransfer{});
   // One byte past the allocation's start: the algorithm must not need aligned scratch.
-  const OneShotWork w{in, out, count, rank, n, mesh.peers(rank), s.gather.data() + 1, s.transfers.data()};
+  // Every rank is given the same reduction argument (ownPreOp false, as for a built-in op).
+  const OneShotWork w{in, out, count, rank, n, mesh.peers(rank), s.gather.data() + 1, s.transfers.data(), false};
   const HostWaitContext ctx = mesh.waitContext(rank, "AllReduce");
   return dispatchReduction<RunOneShot>(t, op.kind, w, op.opArg, ctx);
 }

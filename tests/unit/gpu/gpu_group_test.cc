@@ -66,8 +66,8 @@ ccResult_t issue(const Call& c, const void* send, void* recv, ccComm_t comm, ccS
 
 // Every call on every rank in one group (one thread drives the ranks); the first failure's
 // sentence in *why.
-// sendStreams: GPU ranks' streams (null: host ranks); oddStreams, when set, odd ranks' streams for
-// their odd calls.
+// streams: the GPU ranks' streams (null: host ranks); oddStreams, when set, odd ranks' streams
+// for their odd calls.
 ccResult_t runGroup(const std::vector<Call>& calls, const std::vector<ccComm_t>& comms,
                     const std::vector<std::vector<const void*>>& send, const std::vector<std::vector<void*>>& recv,
                     const std::vector<cudaStream_t>* streams, const std::vector<cudaStream_t>* oddStreams,
