@@ -76,6 +76,7 @@ class FdServer {
  public:
   Status offer(int fd, FdTicket* ticket) {
     std::lock_guard<std::mutex> lock(mu_);
+    dropClosedOffers();
     CC_CHECK(startLocked());
     Offer o{};
     o.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -97,17 +98,26 @@ class FdServer {
   }
 
   // In a child after fork (pthread_atfork, with the lock taken before the fork): no thread serves
-  // here; close what the parent offered.
+  // here; close what the parent offered. Nothing is allocated or freed in a fork handler (a
+  // sanitizer's allocator stays locked until fork returns): the table is emptied at its next use.
   void forgetInChild() {
-    mu_.unlock();
     if (listen_ >= 0) close(listen_);
     listen_ = -1;
-    for (auto& [id, o] : offers_) close(o.fd);
+    for (const auto& [id, o] : offers_) close(o.fd);
+    offersClosed_ = true;
+    mu_.unlock();
+  }
+
+  // Under mu_: drops the entries whose descriptors a fork handler closed.
+  void dropClosedOffers() {
+    if (!offersClosed_) return;
     offers_.clear();
+    offersClosed_ = false;
   }
 
   void withdraw(uint64_t id) {
     std::lock_guard<std::mutex> lock(mu_);
+    dropClosedOffers();
     auto it = offers_.find(id);
     if (it == offers_.end()) return;
     close(it->second.fd);
@@ -188,6 +198,7 @@ class FdServer {
     // Under the lock until sent, so that a withdrawal does not close the descriptor under it; a
     // local socket takes a four-byte reply without blocking.
     std::lock_guard<std::mutex> lock(mu_);
+    dropClosedOffers();
     auto it = offers_.find(req.id);
     if (it == offers_.end()) {
       (void)sendReply(conn, kReplyUnknown, -1);
@@ -205,6 +216,7 @@ class FdServer {
   char name_[sizeof(FdTicket::socket)] = {};
   uint64_t nextId_ = 1;
   std::unordered_map<uint64_t, Offer> offers_;
+  bool offersClosed_ = false;  // offers_ lists descriptors a fork handler closed (forgetInChild)
 };
 
 FdServer& server() {
