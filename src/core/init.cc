@@ -13,6 +13,7 @@
 #include "core/gpu_job.h"
 #include "core/gpu_model.h"
 #include "core/peer_info.h"
+#include "core/plan_agreement.h"
 #include "plan/rings.h"
 #include "plan/trees.h"
 #include "proxy/proxy.h"
@@ -58,20 +59,11 @@ Status exchangePeerInfo(ccComm* comm, Deadline deadline) {
 
 Status connectRings(ccComm* comm, int nChannels, Deadline deadline) {
   // Every rank plans the rings alone, from what all of them know: they must plan alike, or their
-  // connections would wait for each other until the deadline.
-  const PeerInfo& me = comm->peers[comm->rank];
+  // connections would wait for each other until the deadline (the ring order: agreeOnPlan).
   std::vector<RankPlace> places;
-  for (const PeerInfo& p : comm->peers) {
-    if (p.ringOrder != me.ringOrder)
-      return CC_ERROR(Status::kInvalidUsage,
-                      "rank %d (host %s) and rank %d (host %s) were given different COLLCOMM_RING_ORDER values; every "
-                      "rank of a communicator must order its rings alike",
-                      comm->rank, me.host, p.rank, p.host);
-    places.push_back({p.hostHash, p.processToken});
-  }
+  for (const PeerInfo& p : comm->peers) places.push_back({p.hostHash, p.processToken});
   comm->channels.resize(nChannels);
-  std::vector<std::vector<int>> rings =
-      planRings(places, nChannels, static_cast<RingOrder>(me.ringOrder), comm->gpuRingRanks);
+  std::vector<std::vector<int>> rings = planRings(places, nChannels, ringOrderFromParams(), comm->gpuRingRanks);
   comm->trees = planTrees(places, nChannels);  // connected on first use (core/tree_conns.h)
   std::vector<ConnectRequest> requests;
   for (int c = 0; c < nChannels; ++c) {
@@ -299,10 +291,12 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
     comm->mostRanksOnADevice = mostRanksOnOneDevice(comm->peers);
     describeGpuRings(comm);
   }
-  CC_CHECK(connectRings(
+  int nChannels = 0;
+  CC_CHECK(agreeOnPlan(
       comm,
       gpu ? gpuChannelsToConnect(config.channelsGiven, config.minChannels, config.maxChannels) : config.minChannels,
-      deadline));
+      deadline, &nChannels));
+  CC_CHECK(connectRings(comm, nChannels, deadline));
   CC_CHECK(agreeRingStep(comm, deadline));
   if (comm->usesNet && comm->netSpinCount != comm->spinCount)
     CC_INFO(kSubsysInit,

@@ -16,7 +16,6 @@
 #include "common/params.h"
 #include "core/gpu_job.h"
 #include "device/executor.h"
-#include "plan/rings.h"
 
 namespace collcomm::detail {
 namespace {
@@ -101,7 +100,6 @@ PeerInfo localPeerInfo(int rank, int device) {
     clearThreadLastError();
   }
   info.deviceMps = device >= 0 && cudaDeviceUsesMps(device) ? 1 : 0;
-  info.ringOrder = static_cast<int32_t>(ringOrderFromParams());
   if (const std::string id = paramStr(Param::kHostid); !id.empty())
     snprintf(info.host, sizeof(info.host), "%s", id.c_str());
   else

@@ -30,7 +30,6 @@ struct PeerInfo {
   // core/gpu_job.h), else 0.
   int32_t deviceMps;
   char host[64];
-  int32_t ringOrder;      // the COLLCOMM_RING_ORDER this rank plans rings with (plan/rings.h)
   uint64_t cpuMask[16];   // the CPUs the rank's thread may run on at init (first 1024)
   // Same value <=> same kernel (its boot id), whatever COLLCOMM_HOSTID says: ranks that count as
   // separate hosts (network namespaces, containers) may still share CPUs (hostOversubscribed).
@@ -78,7 +77,8 @@ class FifoMemory {
 
 struct TransportOps {
   const char* name;
-  // Whether this transport can join `self` and `peer` (given the user's COLLCOMM_*_DISABLE).
+  // Whether this transport can join `self` and `peer` (given the user's COLLCOMM_*_DISABLE). Asked
+  // by the receiving side (self) alone: the sender takes the transport its description names.
   bool (*canConnect)(const PeerInfo& self, const PeerInfo& peer);
   // Receiver: creates a zeroed FIFO block of layout.totalBytes() and describes it.
   Status (*createFifo)(const FifoLayout& layout, const PeerInfo& self, const PeerInfo& peer, const ConnSetup& setup,

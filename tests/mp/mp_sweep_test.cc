@@ -198,23 +198,65 @@ TEST(ProcessRingStep, RanksWithDifferentBuffsizesAgree) {
   }
 }
 
-// Ranks given different COLLCOMM_RING_ORDER values would plan rings whose connections wait for
-// each other: every rank's init fails at once with ccInvalidUsage naming the variable instead.
-TEST(ProcessRingOrder, DifferentOrdersFailInitWithASentence) {
-  WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=60"}, kDeadlineSeconds);
-  job.setLauncher(perRankEnv([](int rank) {
-    return std::vector<std::string>{rank == 1 ? "COLLCOMM_RING_ORDER=identity" : "COLLCOMM_RING_ORDER=reverse"};
-  }));
-  const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(job.run(), "");
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
-  for (int r = 0; r < 3; ++r) {
-    const WorkerResult& w = job.result(r);
-    EXPECT_TRUE(exitedWith(w.status, 1)) << describeStatus(w.status) << "\n" << w.output;
-    EXPECT_NE(w.output.find("ccCommInitRank returned"), std::string::npos) << w.output;
-    EXPECT_NE(w.output.find("different COLLCOMM_RING_ORDER values"), std::string::npos) << w.output;
+// Ranks given different planner settings would choose different algorithms, protocols, rings or
+// point-to-point rounds for one operation and wait for each other until COLLCOMM_TIMEOUT (a Direct
+// Broadcast against the ring did, blaming the peer): every rank's init fails at once with
+// ccInvalidUsage naming the variable and both values (core/plan_agreement.h). Rank 1 differs;
+// "unset" stands for a rank that was not given the variable. Values that differ only in case agree.
+TEST(ProcessPlanSettings, DifferentSettingsFailInitWithASentence) {
+  struct Case {
+    const char* name;
+    const char* others;  // value on ranks 0 and 2 ("" unset)
+    const char* rank1;
+    const char* said;  // what the sentence must hold
+  };
+  for (const Case& c : std::vector<Case>{
+           {"COLLCOMM_RING_ORDER", "reverse", "identity", "COLLCOMM_RING_ORDER=reverse and rank 1 (host "},
+           {"COLLCOMM_ALGO", "", "Direct", "COLLCOMM_ALGO unset and rank 1 (host "},
+           {"COLLCOMM_PROTO", "LL", "Simple", "COLLCOMM_PROTO=LL and rank 1"},
+           {"COLLCOMM_LL_THRESHOLD", "", "4096", "COLLCOMM_LL_THRESHOLD unset and rank 1"},
+           {"COLLCOMM_ONESHOT_THRESHOLD", "1024", "", "COLLCOMM_ONESHOT_THRESHOLD=1024 and rank 1"},
+           {"COLLCOMM_DIRECT_THRESHOLD", "", "0", "COLLCOMM_DIRECT_THRESHOLD unset"},
+           {"COLLCOMM_P2P_MAX_TRANSFERS", "4", "6", "COLLCOMM_P2P_MAX_TRANSFERS=4"}}) {
+    SCOPED_TRACE(std::string(c.name) + ": '" + c.others + "' against '" + c.rank1 + "' on rank 1");
+    WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=60"}, kDeadlineSeconds);
+    job.setLauncher(perRankEnv([&c](int rank) {
+      const char* value = rank == 1 ? c.rank1 : c.others;
+      return value[0] ? std::vector<std::string>{std::string(c.name) + "=" + value} : std::vector<std::string>{};
+    }));
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(job.run(), "");
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+    for (int r = 0; r < 3; ++r) {
+      const WorkerResult& w = job.result(r);
+      EXPECT_TRUE(exitedWith(w.status, 1)) << describeStatus(w.status) << "\n" << w.output;
+      EXPECT_NE(w.output.find("ccCommInitRank returned"), std::string::npos) << w.output;
+      EXPECT_NE(w.output.find(c.said), std::string::npos) << w.output;
+      EXPECT_NE(w.output.find(std::string("must plan with the same ") + c.name), std::string::npos) << w.output;
+    }
+    expectNoShmLeft(job);
   }
+}
+
+// What the planner settings' check must let through: values that differ only in their spelling's
+// case, and ranks that want different channel counts (their config or COLLCOMM_MIN_NCHANNELS),
+// which all connect the least of them (2 here) and run the sweep bit for bit. Before the ranks
+// agreed, rank 1's third and fourth rings waited for connections until COLLCOMM_TIMEOUT.
+TEST(ProcessPlanSettings, CaseAndChannelCountsAgree) {
+  WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT"},
+                kDeadlineSeconds);
+  job.setLauncher(perRankEnv([](int rank) {
+    return std::vector<std::string>{rank == 1 ? "COLLCOMM_ALGO=ring" : "COLLCOMM_ALGO=Ring",
+                                    rank == 1 ? "COLLCOMM_MIN_NCHANNELS=4" : "COLLCOMM_MIN_NCHANNELS=2"};
+  }));
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 3);
   expectNoShmLeft(job);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_NE(job.result(r).output.find(" 2 channel(s), ring steps of "), std::string::npos) << "rank " << r << "\n"
+                                                                                             << job.allOutput();
+  EXPECT_NE(job.result(1).output.find("2 channel(s), the least any rank wants (this rank wants 4)"), std::string::npos)
+      << job.allOutput();
 }
 
 // The tree AllReduce across hosts told apart by COLLCOMM_HOSTID (NET between them over loopback,
