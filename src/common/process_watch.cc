@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 
@@ -43,12 +44,17 @@ ProcessWatch::~ProcessWatch() {
 
 void ProcessWatch::run() {
   std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    for (const Watched& w : watched_) {
-      if (processAlive(w.pid)) continue;
+  while (!stopping_ && !watched_.empty()) {
+    for (size_t i = 0; i < watched_.size();) {
+      if (processAlive(watched_[i].pid)) {
+        ++i;
+        continue;
+      }
+      const int rank = watched_[i].rank;
+      watched_.erase(watched_.begin() + static_cast<std::ptrdiff_t>(i));
       lock.unlock();
-      onExit_(w.rank);
-      return;
+      onExit_(rank);
+      lock.lock();
     }
     wake_.wait_for(lock, period_, [this] { return stopping_; });
   }

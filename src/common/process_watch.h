@@ -25,8 +25,8 @@ class ProcessWatch {
     int rank;
     int pid;
   };
-  // Looks at every watched process each `period` on a thread of its own, and calls onExit once,
-  // on that thread, with the rank of the first one found gone; then stops looking.
+  // Looks at every watched process each `period` on a thread of its own, and calls onExit on that
+  // thread with the rank of each one found gone, once per process; stops when none is left.
   ProcessWatch(std::vector<Watched> watched, std::chrono::milliseconds period, std::function<void(int rank)> onExit);
   // Stops the thread (within a period at most; at once while it waits).
   ~ProcessWatch();

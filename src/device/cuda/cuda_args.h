@@ -49,13 +49,9 @@ enum class CudaFailReason : uint32_t {
   kTimeout,       // one wait went timeoutNs without its condition coming true
   kSizeMismatch,  // the peer's step size differs from ours: the ranks made different calls
   kBadStepSize,   // a step holds no element, or an LL step exceeds kMaxLlStepPayload (setup bug)
-  kPeerExited,    // the process of the rank in the abort word exited (kAbortPeerExited)
+  kPeerExited,    // the process of the peer waited on exited (CudaWaitArgs::peerExited)
   kCallMismatch,  // Direct: a peer's descriptor names another call (got: its count, expected: ours)
 };
-
-// An abort word of kAbortPeerExited | rank: that rank's process exited (found by the executor's
-// ProcessWatch, common/process_watch.h). Any other nonzero value: ccCommAbort.
-constexpr uint32_t kAbortPeerExited = 0x80000000u;
 
 // The outcome of one launch, in device-visible memory. The host zeroes it before the launch and
 // reads it once the stream has passed the kernel. The first failing thread of any block claims
@@ -83,6 +79,10 @@ struct CudaWaitArgs {
   // own, from when it first reaches its slow path: a wait fails once its condition has stayed
   // false that long, so an operation of any length that keeps making progress never times out.
   const volatile uint32_t* abortFlag;
+  // Nullable; indexed by rank: nonzero once that rank's process has exited (the executor's
+  // ProcessWatch, common/process_watch.h). A wait fails on it only while waiting on that rank: a
+  // peer may leave cleanly once its part is done while the others finish theirs.
+  uint32_t* peerExited;
   uint64_t timeoutNs;
   CudaKernelStatus* status;  // required
   // Simple-protocol waits (a step's head or tail, the same word for the whole block): false, every
@@ -110,6 +110,7 @@ struct CudaMemberArgs {
   void* recvbuff;
   RedOpSpec op;
   const volatile uint32_t* abortFlag;
+  uint32_t* peerExited;
   CudaKernelStatus* status;
 };
 

@@ -65,7 +65,7 @@ struct MappedWords {
 class CudaExecutor final : public Executor {
  public:
   ~CudaExecutor() override {
-    peerProcesses_.reset();  // its thread writes mapped_
+    peerProcesses_.reset();  // its thread writes exitedWords_
     ScopedDevice on(device_);
     if (deviceConns_ != nullptr) cudaFree(deviceConns_);
     for (auto& [host, copy] : p2pMirrors_) cudaFree(copy);
@@ -74,6 +74,7 @@ class CudaExecutor final : public Executor {
     if (orderEvent_ != nullptr) cudaEventDestroy(orderEvent_);
     if (ctrlStream_ != nullptr) cudaStreamDestroy(ctrlStream_);
     if (mapped_ != nullptr) cudaFreeHost(mapped_);
+    if (exitedWords_ != nullptr) cudaFreeHost(exitedWords_);
   }
 
   Status init(const ExecSetup& s) {
@@ -114,7 +115,7 @@ class CudaExecutor final : public Executor {
     CC_CUDA_CHECK(cudaHostGetDevicePointer(&devMapped, mapped_, 0));
     devAbort_ = &static_cast<MappedWords*>(devMapped)->abortFlag;
     devStatus_ = &static_cast<MappedWords*>(devMapped)->status;
-    watchPeerProcesses(s.peers);
+    CC_CHECK(watchPeerProcesses(s.peers));
     if (s.netOpsRunning != nullptr) netLaunches_ = std::make_unique<NetLaunchWatch>(s.netOpsRunning, device_);
     return mirrorChannels(s.channels);
   }
@@ -448,24 +449,30 @@ class CudaExecutor final : public Executor {
 
   // Peers in other processes of this machine: a kernel waiting on one that died would learn it only
   // at its deadline, so a watch looks at their /proc entries as often as the host executor's waits
-  // do (kProcessCheckPeriod) and, at the first one gone, writes its rank into the abort word
-  // (kAbortPeerExited): every wait of this communicator then fails naming it.
-  void watchPeerProcesses(const std::vector<ExecPeer>& peers) {
+  // do (kProcessCheckPeriod) and marks each one gone in a word of its own (CudaWaitArgs::peerExited):
+  // the waits on that rank then fail naming it, and the others go on, as a peer may exit cleanly
+  // once its part is done.
+  Status watchPeerProcesses(const std::vector<ExecPeer>& peers) {
     std::vector<ProcessWatch::Watched> others;
     for (int r = 0; r < static_cast<int>(peers.size()); ++r)
       if (!peers[r].sameProcess && peers[r].sameMachine && peers[r].pid > 0) others.push_back({r, peers[r].pid});
-    if (others.empty()) return;
-    uint32_t* word = &mappedWords().abortFlag;
-    peerProcesses_ = std::make_unique<ProcessWatch>(others, kProcessCheckPeriod, [word](int rank) {
-      uint32_t none = 0;
-      __atomic_compare_exchange_n(word, &none, kAbortPeerExited | static_cast<uint32_t>(rank), false, __ATOMIC_RELEASE,
-                                  __ATOMIC_RELAXED);
-    });
+    if (others.empty()) return kOk;
+    const size_t bytes = peers.size() * sizeof(uint32_t);
+    CC_CUDA_CHECK(cudaHostAlloc(&exitedWords_, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+    memset(exitedWords_, 0, bytes);
+    void* dev = nullptr;
+    CC_CUDA_CHECK(cudaHostGetDevicePointer(&dev, exitedWords_, 0));
+    devExited_ = static_cast<uint32_t*>(dev);
+    uint32_t* words = exitedWords_;
+    peerProcesses_ = std::make_unique<ProcessWatch>(
+        others, kProcessCheckPeriod, [words](int rank) { __atomic_store_n(&words[rank], 1u, __ATOMIC_RELEASE); });
+    return kOk;
   }
 
-  // What every launch's waits run under: the communicator's abort word, deadline and status.
+  // What every launch's waits run under: the communicator's abort word, its peers' exit words,
+  // deadline and status.
   CudaWaitArgs waitArgs() const {
-    return CudaWaitArgs{kThreads, devAbort_, timeoutNs_, devStatus_, onePoller_};
+    return CudaWaitArgs{kThreads, devAbort_, devExited_, timeoutNs_, devStatus_, onePoller_};
   }
 
   Status checkNoEarlierFailure(const char* opName) const {
@@ -594,6 +601,8 @@ class CudaExecutor final : public Executor {
   uint64_t timeoutNs_ = 0;
   void* mapped_ = nullptr;  // MappedWords, host address
   uint32_t* devAbort_ = nullptr;
+  uint32_t* exitedWords_ = nullptr;  // CudaWaitArgs::peerExited, host address (null: no peer process to watch)
+  uint32_t* devExited_ = nullptr;
   CudaKernelStatus* devStatus_ = nullptr;
   void* deviceConns_ = nullptr;  // SendConn[nChannels], RecvConn[nChannels], int[nChannels][nranks]
   std::vector<int> ringPos_;

@@ -60,6 +60,7 @@ class CudaPlatform {
                           void* sendStaging1 = nullptr, void* recvStaging = nullptr)
       : blockFailed_(blockFailed),
         abortFlag_(waits.abortFlag),
+        peerExited_(waits.peerExited),
         status_(waits.status),
         sendStaging_{sendStaging0, sendStaging1},
         recvStaging_(recvStaging),
@@ -221,6 +222,7 @@ class CudaPlatform {
   // One wait's deadline: started at its first slow-path check (started = false until then).
   struct WaitClock {
     bool started = false;
+    bool peerExitSeen = false;  // the peer's process had exited at the previous slow-path check
     uint64_t since = 0;  // globaltimer at that check
   };
 
@@ -249,15 +251,20 @@ class CudaPlatform {
       publishing_ = false;
       return false;
     }
-    if (const uint32_t abort = abortFlag_ != nullptr ? *abortFlag_ : 0u; abort != 0u) {
-      if ((abort & kAbortPeerExited) != 0u) {
-        PeerRef exited = peer;  // the sentence names the rank whose process exited
-        exited.rank = static_cast<int>(abort & ~kAbortPeerExited);
-        fail(ccRemoteError, CudaFailReason::kPeerExited, exited, what);
-      } else {
-        fail(ccInvalidUsage, CudaFailReason::kAborted, peer, what);
-      }
+    if (abortFlag_ != nullptr && *abortFlag_ != 0u) {
+      fail(ccInvalidUsage, CudaFailReason::kAborted, peer, what);
       return false;
+    }
+    if (peerExited_ != nullptr && peer.rank >= 0 &&
+        cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(peerExited_[peer.rank])
+                .load(cuda::memory_order_acquire) != 0u) {
+      // What the peer wrote before it exited is visible after this acquire: the wait looks once
+      // more before it fails.
+      if (clock.peerExitSeen) {
+        fail(ccRemoteError, CudaFailReason::kPeerExited, peer, what);
+        return false;
+      }
+      clock.peerExitSeen = true;
     }
     if (peer.peerState != nullptr) {
       const uint32_t state =
@@ -282,6 +289,7 @@ class CudaPlatform {
 
   uint32_t* blockFailed_;
   const volatile uint32_t* abortFlag_;
+  uint32_t* peerExited_;  // CudaWaitArgs::peerExited
   CudaKernelStatus* status_;
   void* sendStaging_[2];
   void* recvStaging_;

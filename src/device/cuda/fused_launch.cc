@@ -102,7 +102,7 @@ Status FusedLaunch::fuseAndLaunch(std::span<const void* const> payloads) {
                       "channels)",
                       piece(0).rank, piece(m).rank, collName(first.kind), first.count, dtypeName(first.dtype),
                       first.root, channels, collName(a.kind), a.count, dtypeName(a.dtype), a.root, a.nChannels);
-    fused.members[m] = CudaMemberArgs{a.sendbuff, a.recvbuff, a.op, a.abortFlag, a.status};
+    fused.members[m] = CudaMemberArgs{a.sendbuff, a.recvbuff, a.op, a.abortFlag, a.peerExited, a.status};
     for (int c = 0; c < channels; ++c) {
       CudaChannelArgs& ch = fused.channels[static_cast<int>(m) * channels + c];
       ch = a.channels[c];

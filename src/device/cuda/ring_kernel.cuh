@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_c
   const CudaChannelArgs& ch = args.channels[blockIdx.x];
   const int c = ch.channel;
   // The block's rank: the launch's own, or in a fused launch its member's buffers, reduction,
-  // abort word and status.
+  // abort word, peers' exit words and status.
   CollWork base = args;
   CudaWaitArgs waits = args;
   if (args.nMembers > 0) {
@@ -76,6 +76,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_c
     base.recvbuff = m.recvbuff;
     base.op = m.op;
     waits.abortFlag = m.abortFlag;
+    waits.peerExited = m.peerExited;
     waits.status = m.status;
   }
   const int nWorks = args.nWorks > 0 ? args.nWorks : 1;

@@ -42,8 +42,11 @@ struct IpcDescData {
 };
 static_assert(sizeof(IpcDescData) <= sizeof(ConnDesc::data));
 
-// One side's share of a FIFO: the receiver's is the allocation itself (freed), the sender's its
-// mapping of it in this process (closed).
+// One side's share of a FIFO: the receiver's is the allocation itself, the sender's its mapping of
+// it in this process (closed). A cuMem allocation lives until its last mapping goes, so the
+// receiver releases its share at once. A runtime-IPC one is not freed: CUDA leaves freeing memory
+// that another process still maps undefined, and the sender may still write into it (its kernel,
+// after an abort; its leaving words, when it is destroyed later), so it stays with the process.
 class IpcFifo final : public FifoMemory {
  public:
   // Runtime IPC: the allocation (owner) or the mapping of a peer's.
@@ -56,9 +59,7 @@ class IpcFifo final : public FifoMemory {
     ScopedDevice on(device_);
     if (vmm_.ptr != nullptr)
       vmmRelease(&vmm_);
-    else if (owner_)
-      (void)cudaFree(base_);
-    else
+    else if (!owner_)
       (void)cudaIpcCloseMemHandle(base_);
     (void)cudaGetLastError();
   }
@@ -76,9 +77,39 @@ class IpcFifo final : public FifoMemory {
   uint64_t offer_ = 0;  // fd_share's id of the descriptor offered to the sender (0: none)
 };
 
+// Whether the sender's GPU (peer) may map memory of the receiver's (self): where this process
+// sees both, CUDA says; where it does not see the peer's (CUDA_VISIBLE_DEVICES), the sender's attach
+// will, with a sentence. Refused here, the connection goes over the next transport (NET, through
+// pinned host memory), as ranks of one process without peer access share host memory.
+bool senderMayMap(const PeerInfo& self, const PeerInfo& peer) {
+  if (peer.deviceBusId < 0 || peer.deviceBusId == self.deviceBusId) return true;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;
+  }
+  for (int d = 0; d < count; ++d) {
+    int64_t busId = -1;
+    if (!isOk(cudaDeviceBusId(d, &busId))) {
+      clearThreadLastError();
+      continue;
+    }
+    if (busId != peer.deviceBusId) continue;
+    int can = 0;
+    const bool reaches = cudaDeviceCanAccessPeer(&can, d, self.device) == cudaSuccess && can != 0;
+    (void)cudaGetLastError();
+    if (!reaches)
+      CC_INFO(kSubsysInit,
+              "CUDA device %d (rank %d's, pid %d) cannot access device %d (rank %d's): no CUDA IPC between them", d,
+              peer.rank, peer.pid, self.device, self.rank);
+    return reaches;
+  }
+  return true;
+}
+
 bool ipcCanConnect(const PeerInfo& self, const PeerInfo& peer) {
   return self.device >= 0 && peer.device >= 0 && self.processToken != peer.processToken &&
-         self.hostHash == peer.hostHash && paramInt(Param::kP2pDisable) == 0;
+         self.hostHash == peer.hostHash && paramInt(Param::kP2pDisable) == 0 && senderMayMap(self, peer);
 }
 
 Status clearOnDevice(void* base, size_t bytes, int device) {
@@ -127,18 +158,21 @@ Status createRuntimeIpcFifo(size_t bytes, const PeerInfo& self, const PeerInfo& 
                     "allocating the %zu-byte FIFO from rank %d (pid %d) on CUDA device %d failed: %s", bytes, peer.rank,
                     peer.pid, self.device, cudaGetErrorString(err));
   }
-  auto owned = std::make_unique<IpcFifo>(base, self.device, /*owner=*/true);
-  CC_CHECK(clearOnDevice(base, bytes, self.device));
-  err = cudaIpcGetMemHandle(&data->handle, base);
-  if (err != cudaSuccess) {
+  // Freed here if it fails before any peer can have it; once handed out it stays (IpcFifo).
+  Status s = clearOnDevice(base, bytes, self.device);
+  if (isOk(s) && (err = cudaIpcGetMemHandle(&data->handle, base)) != cudaSuccess) {
     (void)cudaGetLastError();
-    return CC_ERROR(Status::kCudaError,
-                    "making an IPC handle for the FIFO from rank %d (pid %d) on CUDA device %d "
-                    "failed: %s",
-                    peer.rank, peer.pid, self.device, cudaGetErrorString(err));
+    s = CC_ERROR(Status::kCudaError,
+                 "making an IPC handle for the FIFO from rank %d (pid %d) on CUDA device %d failed: %s", peer.rank,
+                 peer.pid, self.device, cudaGetErrorString(err));
+  }
+  if (!isOk(s)) {
+    (void)cudaFree(base);
+    (void)cudaGetLastError();
+    return s;
   }
   data->kind = IpcKind::kRuntimeIpc;
-  *mem = std::move(owned);
+  *mem = std::make_unique<IpcFifo>(base, self.device, /*owner=*/true);
   return kOk;
 }
 

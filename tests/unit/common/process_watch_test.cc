@@ -1,4 +1,4 @@
-// ProcessWatch (common/process_watch.h): a process that exits is reported once, by rank; live ones
+// ProcessWatch (common/process_watch.h): each process that exits is reported once, by rank; live ones
 // never are; the watch stops at once when destroyed. The processes are children of the test,
 // each blocked on a pipe until the test closes it.
 #include "common/process_watch.h"
@@ -49,29 +49,33 @@ TEST(ProcessAlive, SelfLivesAndAnExitedChildDoesNot) {
   EXPECT_FALSE(processAlive(child));
 }
 
-TEST(ProcessWatch, ReportsTheRankOfTheProcessThatExitedOnce) {
+TEST(ProcessWatch, ReportsEachProcessThatExitsOnceByRank) {
   test::Watchdog dog(60, "ProcessWatch");
   int releaseA = -1, releaseB = -1;
   const pid_t a = blockedChild(&releaseA);
   const pid_t b = blockedChild(&releaseB);
   ASSERT_GT(a, 0);
   ASSERT_GT(b, 0);
-  std::promise<int> exited;
+  std::promise<int> firstExit, secondExit;
   std::atomic<int> calls{0};
   {
     ProcessWatch watch({{3, getpid()}, {5, a}, {7, b}}, std::chrono::milliseconds(10), [&](int rank) {
-      if (calls.fetch_add(1) == 0) exited.set_value(rank);
+      const int call = calls.fetch_add(1);
+      if (call == 0) firstExit.set_value(rank);
+      if (call == 1) secondExit.set_value(rank);
     });
     close(releaseB);
-    std::future<int> first = exited.get_future();
+    std::future<int> first = firstExit.get_future();
     ASSERT_EQ(first.wait_for(std::chrono::seconds(30)), std::future_status::ready);
     EXPECT_EQ(first.get(), 7);
-    close(releaseA);  // a second exit is not reported: the watch has stopped looking
-    int status = 0;
-    ASSERT_EQ(waitpid(a, &status, 0), a);
+    close(releaseA);  // the watch goes on looking at the others
+    std::future<int> second = secondExit.get_future();
+    ASSERT_EQ(second.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    EXPECT_EQ(second.get(), 5);
   }
-  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(calls.load(), 2);  // each once; this process (rank 3) never
   int status = 0;
+  EXPECT_EQ(waitpid(a, &status, 0), a);
   EXPECT_EQ(waitpid(b, &status, 0), b);
 }
 
