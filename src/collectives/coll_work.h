@@ -11,6 +11,7 @@
 #include "collcomm.h"
 #include "collectives/coll_list.h"
 #include "common/host_device.h"
+#include "device/call_tag.h"
 #include "device/dtypes.h"
 #include "device/fifo.h"
 #include "device/op_arg.h"
@@ -33,6 +34,10 @@ struct CollWork {
   int nranks;
   int nChannels;  // the first nChannels channels of the communicator
 };
+
+// The tag every step of collective w carries (device/call_tag.h), as the executor runs it (after
+// lowerToBytes, which leaves type and reduction out of the tags of Broadcast and AllGather anyway).
+CC_HD constexpr uint32_t callTagOf(const CollWork& w) { return callTagOf(w.kind, w.dtype, w.op.kind, w.root); }
 
 // Broadcast and AllGather move data without combining it: they run as bytes, one instantiation
 // for every type (both executors).

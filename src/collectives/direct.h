@@ -94,6 +94,7 @@ struct DirectWork {
   int32_t dtype;      // the call's ccDataType_t, compared with the peers'
   int32_t builtinOp;  // the call's ccRedOp_t when built in, else -1 (compared)
   uint64_t opArg;     // the reduction functor's argument on this rank, as the functor was made with
+  uint32_t callTag;   // what every step of its exchanges says of the call (call_tag.h)
   int root;           // Broadcast
   int rank;
   int nranks;
@@ -110,9 +111,23 @@ struct DirectWork {
 CC_HD inline DirectWork directWorkOf(const CollWork& c, int32_t builtinOp, uint64_t opArg, int rank,
                                      const ExecPeerConn* peers, DirectDesc* descs, uint64_t* tokens,
                                      ExecTransfer* transfers, void* chunk) {
-  return DirectWork{c.kind,    c.sendbuff, c.recvbuff, c.count, dtypeSize(c.dtype), static_cast<int32_t>(c.dtype),
-                    builtinOp, opArg,      c.root,     rank,    c.nranks,           peers,
-                    descs,     tokens,     transfers,  chunk};
+  return DirectWork{c.kind,
+                    c.sendbuff,
+                    c.recvbuff,
+                    c.count,
+                    dtypeSize(c.dtype),
+                    static_cast<int32_t>(c.dtype),
+                    builtinOp,
+                    opArg,
+                    callTagOf(c),
+                    c.root,
+                    rank,
+                    c.nranks,
+                    peers,
+                    descs,
+                    tokens,
+                    transfers,
+                    chunk};
 }
 
 // Which peers an exchange sends to or receives from: all, none, or one rank (its number).
@@ -135,7 +150,7 @@ CC_HD CC_DEVICE_NOINLINE bool directExchange(Platform& plat, const DirectWork& w
       w.transfers[k++] = ExecTransfer{false, p, static_cast<char*>(slots) + bytes * p, bytes, nullptr, conn.recv, 0};
   }
   if (k == 0) return true;
-  P2pEngine<Platform> engine(plat, w.transfers, k);
+  P2pEngine<Platform> engine(plat, w.transfers, k, w.callTag);
   if (!engine.run()) return false;
   plat.barrier();  // what arrived, visible to every thread
   return true;

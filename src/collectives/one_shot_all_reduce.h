@@ -57,6 +57,7 @@ struct OneShotWork {
   // The reduction's pre-op differs by rank (a ccRedOpCreatePreMulSum op: each rank's own scalar;
   // AVG's, built in, is everyone's): each rank applies its own to what it sends.
   bool ownPreOp;
+  uint32_t callTag;  // the AllReduce's (call_tag.h), which every step carries
 };
 
 // Every input to every rank (the engine runs the 2(n-1) transfers together, so no order of
@@ -90,7 +91,7 @@ CC_HD bool oneShotAllReduceAny(Platform& plat, const Fn& fn, const OneShotWork& 
     w.transfers[n++] = ExecTransfer{true, p, const_cast<void*>(sent), bytes, w.peers[p].send, nullptr, 0};
     w.transfers[n++] = ExecTransfer{false, p, gather + w.count * p, bytes, nullptr, w.peers[p].recv, 0};
   }
-  P2pEngine<Platform> engine(plat, w.transfers, n);
+  P2pEngine<Platform> engine(plat, w.transfers, n, w.callTag);
   if (!engine.run()) return false;
   plat.barrier();  // every slot (and the copy above) written before any thread reduces
   reduceInRankOrder<T>(

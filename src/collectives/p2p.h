@@ -76,7 +76,10 @@ class P2pEngine {
     int waiting = 0;                          // active transfers not done
   };
 
-  CC_HD P2pEngine(Platform& plat, ExecTransfer* ops, size_t n) : plat_(plat), ops_(ops), n_(n) {}
+  // callTag: what every step says of the call (call_tag.h): kP2pCallTag for point-to-point batches;
+  // the collective's for the algorithms that move their data as transfers (one-shot, Direct).
+  CC_HD P2pEngine(Platform& plat, ExecTransfer* ops, size_t n, uint32_t callTag)
+      : plat_(plat), ops_(ops), n_(n), callTag_(callTag) {}
 
   CC_HD bool failed() const { return failed_; }
 
@@ -190,7 +193,7 @@ class P2pEngine {
         return moved;
       }
       copy(static_cast<const uint8_t*>(t.buf) + t.done, static_cast<uint8_t*>(out), len);
-      ProtoSimple::postSend(plat_, c, out, len);
+      ProtoSimple::postSend(plat_, c, out, len, callTag_);
       t.done += len;
       moved = true;
     }
@@ -198,14 +201,14 @@ class P2pEngine {
   }
 
   // Moves as many steps of one receive as have arrived. True if anything moved; a step of another
-  // size than expected fails the batch (the ranks made different calls).
+  // size or call than expected fails the batch (the ranks made different calls).
   CC_HD bool pumpRecv(ExecTransfer& t) {
     RecvConn& c = *t.recv;
     bool moved = false;
     while (t.done < t.bytes && plat_.allAgree(ProtoSimple::recvReady(plat_, c))) {
       const size_t step = ProtoSimple::stepBytes(c);
       const size_t len = t.bytes - t.done < step ? t.bytes - t.done : step;
-      const void* in = ProtoSimple::acquireRecv(plat_, c, len);  // arrived: does not wait
+      const void* in = ProtoSimple::acquireRecv(plat_, c, len, callTag_);  // arrived: does not wait
       if (in == nullptr) {
         failed_ = true;
         return moved;
@@ -231,6 +234,7 @@ class P2pEngine {
   Platform& plat_;
   ExecTransfer* ops_;
   size_t n_;
+  uint32_t callTag_;
   Fn fn_;
   bool failed_ = false;
 };

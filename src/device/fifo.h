@@ -71,7 +71,7 @@ struct Doorbell {
 // Control words, each on its own cache line so the two sides never write the same line.
 struct FifoCtrl {
   alignas(128) uint64_t simpleTail;  // sender -> receiver
-  alignas(128) uint64_t simpleBytes[kNumSteps];  // sender -> receiver: message size tag per slot
+  alignas(128) uint64_t simpleBytes[kNumSteps];  // sender -> receiver: each slot's size word (call_tag.h)
   // sender -> the NET proxy of its own process: (step+1) << 32 | payload bytes of each LL step, so
   // the proxy knows how many lines to wait for (written before the lines; unused by P2P/SHM).
   alignas(128) uint64_t llBytes[kLlSteps];
@@ -146,6 +146,9 @@ struct PeerRef {
   int rank = -1;
   int pid = -1;                  // the peer's pid when it shares our host, else -1
   bool sameProcess = false;
+  // The proxy thread moves the connection's steps (NET): it lands and publishes every step the
+  // peer sent before it reports the peer's departure (net_transport.cc).
+  bool proxied = false;
   const char* host = "";         // owned by the communicator
   uint32_t* peerState = nullptr;  // the other side's PeerState word in the FIFO
   uint32_t* ownState = nullptr;   // ours
@@ -171,9 +174,6 @@ struct SendConn {
   uint32_t llRingLines = 0;
   LlCursor llCursor;
   PeerRef peer;
-  // The proxy thread moves this connection's published steps (NET): the executor hands large
-  // Simple steps to it as soon as it publishes them (HostPlatform::stepPublished).
-  bool proxied = false;
 };
 
 // The receiving side's view of a connection.

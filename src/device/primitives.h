@@ -33,8 +33,9 @@ namespace collcomm::detail {
 template <class T, class Fn, class Proto, class Platform>
 class Primitives {
  public:
-  CC_HD Primitives(Platform& plat, const Fn& fn, SendConn* send, RecvConn* recv)
-      : plat_(plat), fn_(fn), send_(send), recv_(recv) {
+  // callTag: the call's (call_tag.h), which every step carries and checks.
+  CC_HD Primitives(Platform& plat, const Fn& fn, SendConn* send, RecvConn* recv, uint32_t callTag)
+      : plat_(plat), fn_(fn), send_(send), recv_(recv), callTag_(callTag) {
     const size_t sendStep = send != nullptr ? Proto::stepBytes(*send) : ~size_t{0};
     const size_t recvStep = recv != nullptr ? Proto::stepBytes(*recv) : ~size_t{0};
     stepElems_ = (sendStep < recvStep ? sendStep : recvStep) / sizeof(T);
@@ -77,7 +78,7 @@ class Primitives {
     const T* in = nullptr;
     T* out = nullptr;
     if (kRecv) {
-      in = static_cast<const T*>(Proto::acquireRecv(plat_, *recv_, len * sizeof(T)));
+      in = static_cast<const T*>(Proto::acquireRecv(plat_, *recv_, len * sizeof(T), callTag_));
       if (in == nullptr) {
         failed_ = true;
         return;
@@ -119,13 +120,14 @@ class Primitives {
                    pre1 && src1 != nullptr, dst0, dst1, post);
     }
     if (kRecv) Proto::releaseRecv(plat_, *recv_);
-    if (kSend) Proto::postSend(plat_, *send_, out, len * sizeof(T));
+    if (kSend) Proto::postSend(plat_, *send_, out, len * sizeof(T), callTag_);
   }
 
   Platform& plat_;
   const Fn& fn_;
   SendConn* send_;
   RecvConn* recv_;
+  uint32_t callTag_;
   size_t stepElems_ = 0;
   bool failed_ = false;
   bool streamOut_ = false;

@@ -6,8 +6,10 @@
 //   kName, kNeedsStaging
 //   stepBytes(conn)                      payload bytes one step carries
 //   acquireSend(plat, SendConn&)  -> void*      where to put the next step's payload
-//   postSend(plat, SendConn&, void* p, bytes)    publish it (bytes <= stepBytes)
-//   acquireRecv(plat, RecvConn&, bytes) -> const void*  the next step's payload, once it is there
+//   postSend(plat, SendConn&, void* p, bytes, tag)    publish it (bytes <= stepBytes; tag: the
+//                                                      call's, call_tag.h)
+//   acquireRecv(plat, RecvConn&, bytes, tag) -> const void*  the next step's payload, once it is
+//                                                      there and sent by the same call
 //   releaseRecv(plat, RecvConn&)                 hand the slot back to the sender
 // Simple also has non-blocking readiness checks (sendReady, recvReady) for engines that poll
 // several connections at once (collectives/p2p.h).
@@ -21,6 +23,7 @@
 #if !CC_DEVICE_COMPILE && defined(__x86_64__)
 #include <emmintrin.h>
 #endif
+#include "device/call_tag.h"
 #include "device/fifo.h"
 
 namespace collcomm::detail {
@@ -67,10 +70,10 @@ struct ProtoSimple {
   }
 
   template <class Platform>
-  CC_HD static void postSend(Platform& plat, SendConn& c, void*, size_t bytes) {
+  CC_HD static void postSend(Platform& plat, SendConn& c, void*, size_t bytes, uint32_t tag) {
     plat.barrier();
     if (plat.tid() == 0) {
-      plat.storeRelaxed(&c.ctrl->simpleBytes[c.simpleStep % kNumSteps], bytes);
+      plat.storeRelaxed(&c.ctrl->simpleBytes[c.simpleStep % kNumSteps], stepWord(bytes, tag));
       plat.storeRelease(&c.ctrl->simpleTail, c.simpleStep + 1);
     }
     c.simpleStep++;
@@ -93,12 +96,12 @@ struct ProtoSimple {
   }
 
   template <class Platform>
-  CC_HD static const void* acquireRecv(Platform& plat, RecvConn& c, size_t bytes) {
+  CC_HD static const void* acquireRecv(Platform& plat, RecvConn& c, size_t bytes, uint32_t tag) {
     const uint64_t step = c.simpleStep;
     const uint64_t* tail = &c.ctrl->simpleTail;
     if (!waitForStep(plat, [&] { return plat.loadAcquire(tail) > step; }, c.peer, "data")) return nullptr;
-    // Ranks that disagree on count or type produce steps of different sizes: say so, do not
-    // reduce garbage. The sender wrote the size word just now: a platform that gauges how far
+    // Ranks that made different calls send steps of another size or tag (call_tag.h): say so, do
+    // not reduce garbage. The sender wrote the size word just now: a platform that gauges how far
     // the sender's core is may time this load (host: for large steps, where the answer matters).
     const uint64_t* sizeWord = &c.ctrl->simpleBytes[step % kNumSteps];
     uint64_t sent;
@@ -106,8 +109,8 @@ struct ProtoSimple {
       sent = plat.loadFromWriter(sizeWord, c, bytes);
     else
       sent = plat.loadRelaxed(sizeWord);
-    if (sent != bytes) {
-      plat.failSizeMismatch(c.peer, sent, bytes);
+    if (!stepMatches(sent, bytes, tag)) {
+      plat.failStepMismatch(c.peer, sent, stepWord(bytes, tag));
       return nullptr;
     }
     return c.simpleBuf + (step % kNumSteps) * c.simpleStepBytes;
@@ -152,7 +155,8 @@ struct ProtoLL {
   }
 
   template <class Platform>
-  CC_HD static void postSend(Platform& plat, SendConn& c, void* staging, size_t bytes) {
+  CC_HD static void postSend(Platform& plat, SendConn& c, void* staging, size_t bytes,
+                             uint32_t /*tag: LL has no size word*/) {
     plat.barrier();
     const uint32_t flag = static_cast<uint32_t>(c.llStep + 1);
     const size_t nLines = llLinesFor(bytes);
@@ -191,7 +195,7 @@ struct ProtoLL {
   }
 
   template <class Platform>
-  CC_HD static const void* acquireRecv(Platform& plat, RecvConn& c, size_t bytes) {
+  CC_HD static const void* acquireRecv(Platform& plat, RecvConn& c, size_t bytes, uint32_t /*tag*/) {
     const uint32_t flag = static_cast<uint32_t>(c.llStep + 1);
     const size_t nLines = llLinesFor(bytes);
     LlCursor next = c.llCursor;  // kept only once the step is in: a failed wait moves nothing

@@ -25,9 +25,10 @@ namespace {
 constexpr uint64_t kAckTagBit = 1ull << 63;
 
 template <class Conn>
-void bindPeer(Conn& conn, const PeerInfo& self, const PeerInfo& peer, bool isSend) {
+void bindPeer(Conn& conn, const PeerInfo& self, const PeerInfo& peer, bool isSend, bool proxied) {
   conn.peer.rank = peer.rank;
   conn.peer.sameProcess = peer.processToken == self.processToken;
+  conn.peer.proxied = proxied;
   conn.peer.pid = peer.hostHash == self.hostHash && samePidSpace(self, peer) ? peer.pid : -1;
   conn.peer.host = peer.host;
   conn.peer.peerState = isSend ? &conn.ctrl->receiverState : &conn.ctrl->senderState;
@@ -73,7 +74,7 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
     desc.llStepLines = r.layout.llStepLines;
     bindFifo(*r.recv, (*r.mem)->base(), r.layout);
     r.recv->simpleStepMax = desc.simpleStepMax;
-    bindPeer(*r.recv, me, peer, false);
+    bindPeer(*r.recv, me, peer, false, t->proxied);
     *r.transportName = t->name;
     chosen[k] = t;
     CC_CHECK(bootstrap.send(r.peer, r.tag, &desc, sizeof(desc), deadline));
@@ -97,8 +98,7 @@ Status connectPeers(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, in
                       desc.simpleStepMax, static_cast<unsigned long long>(desc.simpleStepBytes));
     bindFifo(*r.send, (*r.mem)->base(), layout);
     r.send->simpleStepMax = desc.simpleStepMax;
-    bindPeer(*r.send, me, peer, true);
-    r.send->proxied = t->proxied;
+    bindPeer(*r.send, me, peer, true, t->proxied);
     *r.transportName = t->name;
     const uint8_t ack = 1;
     CC_CHECK(bootstrap.send(r.peer, r.tag | kAckTagBit, &ack, sizeof(ack), deadline));

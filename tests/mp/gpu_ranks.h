@@ -15,4 +15,11 @@ namespace collcomm::test {
 // (status 9) right after init, and the others' AllReduce must fail naming it (returns "" then).
 std::string runGpuRank(const ccUniqueId& id, int rank, int nranks, int dyingRank, std::string* refusal);
 
+// The `gpu-leave` scenario: every rank runs an AllReduce and a 4 MiB Broadcast from the last rank,
+// which then destroys its communicator and exits cleanly; ranks 0 and 1, once its process is gone
+// (an AllGather of pids names it), exchange send/recv pairs for half a second, every one exact. A
+// peer's exit fails the waits on it only (CudaWaitArgs::peerExited), and those only once what it
+// sent before has landed. Needs 3 ranks or more.
+std::string runGpuLeave(const ccUniqueId& id, int rank, int nranks, std::string* refusal);
+
 }  // namespace collcomm::test

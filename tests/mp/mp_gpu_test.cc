@@ -134,6 +134,33 @@ TEST(ProcessGpu, ProcessesOverNet) {
   twoProcessJob(false, Hosts::kOne, {"COLLCOMM_P2P_DISABLE=1", "COLLCOMM_SOCKET_IFNAME=lo"});
 }
 TEST(ProcessGpu, HostsApartOverNet) { twoProcessJob(false, Hosts::kApart, {}); }
+
+// A peer process that destroys its communicator and exits once its part is done fails no wait of
+// the others on each other: ranks 0 and 1 exchange send/recv pairs after rank 2 has gone, exactly
+// (its exit once went into the communicator's abort word and failed every later wait). Over CUDA
+// IPC, and over NET on one host, where the exit also gives way to the proxy's ordered close.
+void leavingPeerJob(std::vector<std::string> env) {
+#if !CC_HAVE_CUDA
+  (void)env;
+  GTEST_SKIP() << "this build has no CUDA executor";
+#else
+  std::string why;
+  const int gpus = usableGpus(&why);
+  if (gpus == 0) GTEST_SKIP() << why;
+  int mps = 0;
+  if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, 0) != cudaSuccess) mps = 0;
+  if (mps == 0 && gpus < 3) GTEST_SKIP() << "needs MPS on device 0 or three GPUs";
+  env.push_back(mps != 0 ? "CC_MP_GPU_DEVICE=0" : "CC_MP_GPU_DEVICE=rank");
+  env.push_back("COLLCOMM_TIMEOUT=30");
+  WorkerJob job("gpu-leave", 3, env, 120);
+  ASSERT_EQ(job.run(), "");
+  expectAllSucceeded(job, 3);
+#endif
+}
+TEST(ProcessGpu, APeerLeavingCleanlyFailsNoWaitOfTheOthers) { leavingPeerJob({}); }
+TEST(ProcessGpu, APeerLeavingCleanlyOverNetFailsNoWaitOfTheOthers) {
+  leavingPeerJob({"COLLCOMM_P2P_DISABLE=1", "COLLCOMM_SOCKET_IFNAME=lo"});
+}
 TEST(ProcessGpu, DeadProcessAcrossHostsIsNamedByItsPeer) { twoProcessJob(true, Hosts::kApart, {}); }
 
 }  // namespace

@@ -310,8 +310,9 @@ TEST(ProcessTree, ThreeHostsOfOneRankOverLL) {
 
 // A ring that crosses hosts (COLLCOMM_HOSTID: ranks 0 and 1 share one, over SHM; rank 2 is
 // alone, over NET) takes the NET connections' whole-segment steps on its SHM link too, and every
-// collective stays exact. On loopback (MTU 65536) a 128 KiB slot carries 130944 bytes: with its
-// 16-byte header, two segments of 65483 and 65477 bytes instead of two full ones and 122 bytes.
+// collective stays exact. On loopback (MTU 65536) two full segments hold 130944 bytes of a message
+// and its 16-byte header, where a whole 128 KiB slot left 122 bytes for a third: a step carries
+// 130880 bytes, the most that leaves room for the 8-byte size word behind it (device/call_tag.h).
 TEST(ProcessRingStep, NetAndShmInOneRingTakeWholeSegmentSteps) {
   WorkerJob job("sweep", 3, {"COLLCOMM_TIMEOUT=60", "COLLCOMM_DEBUG=INFO", "COLLCOMM_DEBUG_SUBSYS=INIT"},
                 kDeadlineSeconds);
@@ -323,7 +324,7 @@ TEST(ProcessRingStep, NetAndShmInOneRingTakeWholeSegmentSteps) {
   const std::string out = job.allOutput();
   EXPECT_NE(out.find("via SHM"), std::string::npos) << out;
   EXPECT_NE(out.find("via NET"), std::string::npos) << out;
-  expectRingSteps(job, 3, "130944 bytes");
+  expectRingSteps(job, 3, "130880 bytes");
 }
 
 // The sweep (every collective, allreduce among them) over NET on IPv6 loopback:

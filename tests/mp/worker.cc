@@ -622,6 +622,19 @@ int workerMain(int argc, char** argv) {
   }
   // `gpu`: a GPU rank (its own init, on CC_MP_GPU_DEVICE). A refusal at init prints "REFUSED: why"
   // and exits 4, for the driver to judge. `gpu-die`: the last rank exits after init (status 9).
+  // `gpu-leave`: the last rank leaves cleanly after an AllReduce, ranks 0 and 1 go on (gpu_ranks.h).
+  if (a.scenario == "gpu-leave") {
+    Watchdog dog(a.watchdogSeconds, g_label);
+    std::string refusal;
+    const std::string why = runGpuLeave(id, a.rank, a.nranks, &refusal);
+    if (!refusal.empty()) {
+      say("REFUSED: %s", refusal.c_str());
+      return 4;
+    }
+    if (!why.empty()) return fail(why);
+    say("rank %d done; ranks 0 and 1 exchanged exactly after rank %d left", a.rank, a.nranks - 1);
+    return 0;
+  }
   if (a.scenario == "gpu" || a.scenario == "gpu-die") {
     Watchdog dog(a.watchdogSeconds, g_label);
     std::string refusal;

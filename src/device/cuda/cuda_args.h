@@ -47,7 +47,7 @@ enum class CudaFailReason : uint32_t {
   kAborted,       // the abort flag was raised (ccCommAbort)
   kPeerGone,      // the peer marked its side of the connection kPeerGone
   kTimeout,       // one wait went timeoutNs without its condition coming true
-  kSizeMismatch,  // the peer's step size differs from ours: the ranks made different calls
+  kStepMismatch,  // the peer's step size or call tag differs from ours (call_tag.h): different calls
   kBadStepSize,   // a step holds no element, or an LL step exceeds kMaxLlStepPayload (setup bug)
   kPeerExited,    // the process of the peer waited on exited (CudaWaitArgs::peerExited)
   kCallMismatch,  // Direct: a peer's descriptor names another call (got: its count, expected: ours)
@@ -65,8 +65,8 @@ struct CudaKernelStatus {
   uint32_t reason;  // a CudaFailReason
   int32_t channel;  // the block that failed
   int32_t peerRank;
-  uint64_t got;       // kSizeMismatch: bytes the peer sent; kPeerGone: the peer's PeerState word
-  uint64_t expected;  // kSizeMismatch: bytes this rank expected
+  uint64_t got;       // kStepMismatch: the peer's size word (call_tag.h); kPeerGone: its PeerState word
+  uint64_t expected;  // kStepMismatch: the size word this rank expected
   char what[24];      // what the wait was for ("data", "buffer space"), NUL-terminated
 };
 

@@ -271,12 +271,11 @@ Status cudaKernelResult(const CudaKernelStatus& st, const char* opName, int rank
                       "%s on rank %d timed out on channel %d waiting for %s from rank %d; raise COLLCOMM_TIMEOUT if "
                       "the peer is just slow, or check that every rank made the same call",
                       opName, rank, st.channel, st.what, st.peerRank);
-    case CudaFailReason::kSizeMismatch:
-      return CC_ERROR(code,
-                      "%s on rank %d: rank %d sent a step of %llu bytes where %llu were expected; the ranks made "
-                      "calls with different counts, types or operations",
-                      opName, rank, st.peerRank, static_cast<unsigned long long>(st.got),
-                      static_cast<unsigned long long>(st.expected));
+    case CudaFailReason::kStepMismatch: {
+      char why[256];
+      describeStepMismatch(st.got, st.expected, why, sizeof(why));
+      return CC_ERROR(code, "%s on rank %d: rank %d %s", opName, rank, st.peerRank, why);
+    }
     case CudaFailReason::kCallMismatch:
       return CC_ERROR(code,
                       "%s on rank %d: rank %d called another collective (count %llu where this rank has %llu, or "

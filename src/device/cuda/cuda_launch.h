@@ -45,7 +45,8 @@ Status cudaLaunchOneShot(const CudaOneShotArgs& args, struct CUstream_st* stream
 
 // Queues the Direct kernel (direct_kernel.cu: one block runs collectives/direct.h) for args.kind on
 // `stream` and returns without waiting; status and pointers as cudaLaunchCollective. Ranks whose
-// calls differ fail the kernel with kSizeMismatch (got: the peer's count, expected: this rank's).
+// calls differ fail the kernel with kCallMismatch (got: the peer's count, expected: this rank's), or
+// kStepMismatch where their exchanges' steps already tell (call_tag.h).
 // Errors (nothing queued): kInvalidArgument outside CudaDirectArgs' contract, kCudaError when the
 // launch fails. The CUDA executor's runDirect calls it. Control tier; thread-safe.
 Status cudaLaunchDirect(const CudaDirectArgs& args, struct CUstream_st* stream);

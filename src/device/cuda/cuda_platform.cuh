@@ -6,7 +6,7 @@
 //   loadAcquire/loadRelaxed/storeRelease/storeRelaxed on uint64_t words shared with peers
 //   waitUntil(pred, peer, what) -> bool      false once the wait has failed; the failure is recorded
 //   waitUniform(pred, peer, what) -> bool    the same, for a wait every thread makes alike
-//   failSizeMismatch(peer, got, expected)    records a protocol-level disagreement
+//   failStepMismatch(peer, sent, expected)   records a step whose size word (call_tag.h) differs
 //   sendStaging(), recvStaging()             kMaxLlStepPayload bytes each, for LL
 //   peerPointer, readPeer, writePeer         a peer's memory, for Direct (collectives/direct.h):
 //                                            pointers as they are, ranks of one process only
@@ -51,6 +51,9 @@ namespace collcomm::detail {
 class CudaPlatform {
  public:
   static constexpr uint32_t kPollsPerCheck = 64;
+  // How long a wait on a NET connection keeps looking after its peer's process exited (PeerRef::
+  // proxied): the proxy reports the close once it has landed what the peer sent.
+  static constexpr uint64_t kProxiedExitGraceNs = 1000000000ull;
 
   // blockFailed: a word in the block's shared memory, zeroed (and the zero made visible with a
   // barrier) before any thread builds its platform. sendStaging0/1 and recvStaging: shared-memory
@@ -177,8 +180,8 @@ class CudaPlatform {
     return !failed();
   }
 
-  __device__ void failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected) {
-    fail(ccInvalidUsage, CudaFailReason::kSizeMismatch, peer, "data", got, expected);
+  __device__ void failStepMismatch(const PeerRef& peer, uint64_t sent, uint64_t expected) {
+    fail(ccInvalidUsage, CudaFailReason::kStepMismatch, peer, "data", sent, expected);
   }
 
   // Records a failure (the launch's first one wins) and stops the block.
@@ -222,7 +225,8 @@ class CudaPlatform {
   // One wait's deadline: started at its first slow-path check (started = false until then).
   struct WaitClock {
     bool started = false;
-    bool peerExitSeen = false;  // the peer's process had exited at the previous slow-path check
+    bool peerExitSeen = false;   // the peer's process had exited at an earlier slow-path check
+    uint64_t peerExitSince = 0;  // globaltimer at the first
     uint64_t since = 0;  // globaltimer at that check
   };
 
@@ -258,13 +262,17 @@ class CudaPlatform {
     if (peerExited_ != nullptr && peer.rank >= 0 &&
         cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(peerExited_[peer.rank])
                 .load(cuda::memory_order_acquire) != 0u) {
-      // What the peer wrote before it exited is visible after this acquire: the wait looks once
-      // more before it fails.
-      if (clock.peerExitSeen) {
+      // What the peer wrote into this device before it exited is visible after this acquire: the
+      // wait looks once more before it fails. Over NET its last steps may still be in this host's
+      // socket buffers, which the proxy lands before it reports the close: they get a grace.
+      const uint64_t now = globalTimerNs();
+      if (!clock.peerExitSeen) {
+        clock.peerExitSeen = true;
+        clock.peerExitSince = now;
+      } else if (!peer.proxied || now - clock.peerExitSince >= kProxiedExitGraceNs) {
         fail(ccRemoteError, CudaFailReason::kPeerExited, peer, what);
         return false;
       }
-      clock.peerExitSeen = true;
     }
     if (peer.peerState != nullptr) {
       const uint32_t state =

@@ -30,8 +30,8 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaOneShotKernel(const __gri
   __syncthreads();
   CudaPlatform plat(args, &blockFailed);
   const Fn fn(opArgOf<T>(args.op));
-  const OneShotWork w{args.sendbuff, args.recvbuff, args.count, args.rank,    args.nranks,
-                      conns.peers,   args.gather,   transfers,  args.ownPreOp};
+  const OneShotWork w{args.sendbuff, args.recvbuff, args.count, args.rank,     args.nranks,
+                      conns.peers,   args.gather,   transfers,  args.ownPreOp, callTagOf(args)};
   conns.finish(args, oneShotAllReduceAny<T>(plat, fn, w));
 }
 

@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaP2pKernel(const __grid_co
   if (threadIdx.x == 0) blockFailed = 0;
   __syncthreads();
   CudaPlatform plat(args, &blockFailed);
-  P2pEngine<CudaPlatform> engine(plat, ops, static_cast<size_t>(n));
+  P2pEngine<CudaPlatform> engine(plat, ops, static_cast<size_t>(n), kP2pCallTag);
   engine.copySelf(args.self);
   engine.run();
   // No barrier from here on: threads that failed may already have left.

@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaRingKernel(const __grid_c
     }
     ranOne = true;
     const Fn fn(opArgOf<T>(work.op));
-    Primitives<T, Fn, Proto, CudaPlatform> prims(plat, fn, &send, &recv);
+    Primitives<T, Fn, Proto, CudaPlatform> prims(plat, fn, &send, &recv, callTagOf(work));
     if (prims.stepElems() == 0 || (Proto::kNeedsStaging && (Proto::stepBytes(send) > kMaxLlStepPayload ||
                                                             Proto::stepBytes(recv) > kMaxLlStepPayload))) {
       plat.fail(ccInternalError, CudaFailReason::kBadStepSize, send.peer, "staging");

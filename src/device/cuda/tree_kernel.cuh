@@ -81,8 +81,9 @@ __global__ void __launch_bounds__(kCudaMaxThreads) cudaTreeKernel(const __grid_c
   SendConn* send[kTreeRoles];
   RecvConn* recv[kTreeRoles];
   for (int r = 0; r < kTreeRoles; ++r) treeRoleConns(links, r, &send[r], &recv[r]);
-  Prims roles[kTreeRoles] = {Prims(plat, fn, send[0], recv[0]), Prims(plat, fn, send[1], recv[1]),
-                             Prims(plat, fn, send[2], recv[2]), Prims(plat, fn, send[3], recv[3])};
+  const uint32_t tag = callTagOf(args);
+  Prims roles[kTreeRoles] = {Prims(plat, fn, send[0], recv[0], tag), Prims(plat, fn, send[1], recv[1], tag),
+                             Prims(plat, fn, send[2], recv[2], tag), Prims(plat, fn, send[3], recv[3], tag)};
   // Every tree connection carries steps of one size (core/tree_conns.h): any role that has a
   // connection says it. An LL step must fit the staging in shared memory.
   size_t stepElems = 0;

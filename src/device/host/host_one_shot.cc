@@ -39,8 +39,16 @@ Status HostExecutor::runOneShotAllReduce(const ExecColl& c, const HostWaitContex
                     "COLLCOMM_ALGO=OneShot for messages this large",
                     rank, bytes * n);
   }
-  const OneShotWork w{
-      c.sendbuff, c.recvbuff, c.count, rank, n, c.peers, gatherScratch_.data(), peerTransfers_.data(), c.builtinOp < 0};
+  const OneShotWork w{c.sendbuff,
+                      c.recvbuff,
+                      c.count,
+                      rank,
+                      n,
+                      c.peers,
+                      gatherScratch_.data(),
+                      peerTransfers_.data(),
+                      c.builtinOp < 0,
+                      callTagOf(collWorkOf(c, n))};
   return dispatchReduction<OneShotRun>(c.dtype, c.op.kind, w, c.op.opArg, ctx);
 }
 

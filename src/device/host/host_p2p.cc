@@ -16,7 +16,7 @@ Status hostRunP2p(ExecTransfer* ops, size_t nOps, int selfRank, const HostWaitCo
                     "%s on rank %d: a send to self of %zu bytes is paired with a receive from self of %zu bytes",
                     ctx.opName, selfRank, self.sendBytes, self.recvBytes);
   HostPlatform plat(ctx);
-  P2pEngine<HostPlatform> engine(plat, ops, nOps);
+  P2pEngine<HostPlatform> engine(plat, ops, nOps, kP2pCallTag);
   engine.copySelf(selfRank);
   engine.run();
   return plat.status();

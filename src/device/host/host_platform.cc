@@ -69,13 +69,12 @@ bool HostPlatform::healthy(const PeerRef& peer, const char* what, Recheck again)
   return true;
 }
 
-void HostPlatform::failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected) {
+void HostPlatform::failStepMismatch(const PeerRef& peer, uint64_t sent, uint64_t expected) {
   if (!isOk(status_)) return;
-  status_ = CC_ERROR(Status::kInvalidUsage,
-                     "%s on rank %d: rank %d (host %s) sent a step of %llu bytes where %llu were expected; the ranks "
-                     "made calls with different counts, types or operations",
-                     ctx_.opName, ctx_.rank, peer.rank, peer.host, static_cast<unsigned long long>(got),
-                     static_cast<unsigned long long>(expected));
+  char why[256];
+  describeStepMismatch(sent, expected, why, sizeof(why));
+  status_ = CC_ERROR(Status::kInvalidUsage, "%s on rank %d: rank %d (host %s) %s", ctx_.opName, ctx_.rank, peer.rank,
+                     peer.host, why);
 }
 
 bool HostPlatform::copyPeer(int rank, void* local, void* remote, size_t bytes, bool intoPeer) {

@@ -6,7 +6,7 @@
 //   allAgree(v) -> bool                      v held on every thread (a barrier; here: v)
 //   loadAcquire/loadRelaxed/storeRelease/storeRelaxed on uint64_t words shared with peers
 //   waitUntil(pred, peer, what) -> bool      false once the wait has failed; the failure is recorded
-//   failSizeMismatch(peer, got, expected)    records a protocol-level disagreement
+//   failStepMismatch(peer, sent, expected)   records a step whose size word (call_tag.h) differs
 //   sendStaging(), recvStaging()             kMaxLlStepPayload bytes each, for LL
 //   peerPointer(rank, remote), readPeer(rank, remote, dst, bytes), writePeer(rank, src, remote,
 //   bytes)                                   a peer's memory, for Direct (collectives/direct.h
@@ -14,10 +14,10 @@
 //
 // Waits spin (cpu pause) for COLLCOMM_SPIN_COUNT polls, then yield the core between polls, so more
 // ranks than cores still progress; after parkAfterNs of that they park (sleep on the connection's
-// Doorbell until the peer publishes, or kParkNs), so a machine's other threads get the core. Past the spin phase they check, every few milliseconds: the
-// communicator's abort flag, the peer's PeerState word, whether the peer process still lives
-// (same host only), and the deadline. Those checks are the only syscalls on the data path, and
-// only while waiting.
+// Doorbell until the peer publishes, or kParkNs), so a machine's other threads get the core. Past
+// the spin phase they check, every few milliseconds: the communicator's abort flag, the peer's
+// PeerState word, whether the peer process still lives (same host only), and the deadline. Those
+// checks are the only syscalls on the data path, and only while waiting.
 #pragma once
 
 #include <sched.h>
@@ -130,7 +130,7 @@ class HostPlatform {
 
   // A Simple step of `bytes` was published to `c` (protocols.h postSend).
   void stepPublished(const SendConn& c, size_t bytes) {
-    if (c.proxied && ctx_.sendNow != nullptr && bytes >= ctx_.sendNowMinBytes) ctx_.sendNow();
+    if (c.peer.proxied && ctx_.sendNow != nullptr && bytes >= ctx_.sendNowMinBytes) ctx_.sendNow();
   }
 
   void* sendStaging() { return sendStaging_; }
@@ -210,7 +210,7 @@ class HostPlatform {
     return healthy(peer, what, {[](void*) { return false; }, nullptr});
   }
 
-  void failSizeMismatch(const PeerRef& peer, uint64_t got, uint64_t expected);
+  void failStepMismatch(const PeerRef& peer, uint64_t sent, uint64_t expected);
 
   // Direct's peer memory (collectives/direct.h). A rank that is a thread of this process is read
   // and written through its own pointers; another process's memory only by copying.

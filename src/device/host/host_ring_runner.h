@@ -38,7 +38,7 @@ Status runRing(const HostCollArgs& a, const HostWaitContext& ctx) {
   }
   for (int c = 0; c < a.nChannels; ++c) {
     const ExecChannel& ch = a.channels[c];
-    Primitives<T, Fn, Proto, HostPlatform> prims(plat, fn, ch.send, ch.recv);
+    Primitives<T, Fn, Proto, HostPlatform> prims(plat, fn, ch.send, ch.recv, callTagOf(a));
     Algo::template run<T>(prims, channelWorkOf(a, c, ch.ringPos, ch.ringRanks, prims.stepElems()));
     if (prims.failed()) break;
   }

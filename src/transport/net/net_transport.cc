@@ -8,10 +8,12 @@
 // P2P/SHM. The proxy of the sending process moves each published step
 // from its local FIFO to the network; the proxy of the receiving process lands it in the
 // receiver's FIFO and publishes it:
-//   Simple: sender proxy sees simpleTail pass a step, isends the slot (simpleBytes[slot] bytes,
-//           tag kTagSimple); when the send is done it release-stores the local simpleHead, so the
-//           executor may reuse the slot. Receiver proxy irecvs step s into slot s % kNumSteps once
-//           the executor has released it (simpleHead + kNumSteps > s); on completion it stores
+//   Simple: sender proxy sees simpleTail pass a step, isends the slot's payload followed by its
+//           size word (simpleBytes[slot], which holds the call tag: device/call_tag.h; 8 bytes
+//           that netStepMaxBytes leaves room for), tag kTagSimple; when the send is done it
+//           release-stores the local simpleHead, so the executor may reuse the slot. Receiver
+//           proxy irecvs step s into slot s % kNumSteps once the executor has released it
+//           (simpleHead + kNumSteps > s); on completion it stores the size word that arrived in
 //           simpleBytes and release-stores simpleTail.
 //   LL:     sender proxy reads the step's size from llBytes, finds its lines with its own
 //           LlCursor and waits for every line's flag, then isends the lines as they are (flags
@@ -43,6 +45,7 @@
 
 #include "common/futex.h"
 #include "common/log.h"
+#include "device/call_tag.h"
 #include "proxy/proxy.h"
 #include "transport/net/net.h"
 #include "transport/transport.h"
@@ -327,9 +330,13 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     const uint64_t tail = loadAcquire(&ctrl_->simpleTail);
     while (!broken_ && sPosted_ < tail && sPosted_ - sDone_ < kNumSteps) {
       const uint64_t slot = sPosted_ % kNumSteps;
-      const size_t bytes = loadRelaxed(&ctrl_->simpleBytes[slot]);
+      // The step leaves with its size word behind the payload (netStepMaxBytes left room for it).
+      const uint64_t word = loadRelaxed(&ctrl_->simpleBytes[slot]);
+      const size_t bytes = stepWordBytes(word);
+      char* step = simpleBuf_ + slot * stepBytes;
+      memcpy(step + bytes, &word, kStepWordBytes);
       void* req = nullptr;
-      if (!isOk(net_->isend(comm_, simpleBuf_ + slot * stepBytes, bytes, kTagSimple, blockMr_, &req))) {
+      if (!isOk(net_->isend(comm_, step, bytes + kStepWordBytes, kTagSimple, blockMr_, &req))) {
         broken_ = true;
         break;
       }
@@ -393,7 +400,18 @@ class NetConnection final : public FifoMemory, public ProxyClient {
     bool moved = false;
     size_t size = 0;
     while (sDone_ < sPosted_ && testDone(sReq_[sDone_ % kNumSteps], &size)) {
-      storeRelaxed(&ctrl_->simpleBytes[sDone_ % kNumSteps], size);
+      // The sender's size word came behind the payload: the executor checks its call as over P2P.
+      uint64_t word = 0;
+      if (size >= kStepWordBytes)
+        memcpy(&word, simpleBuf_ + (sDone_ % kNumSteps) * layout_.simpleStepBytes + size - kStepWordBytes,
+               kStepWordBytes);
+      if (size < kStepWordBytes || stepWordBytes(word) != size - kStepWordBytes) {
+        CC_WARN("NET connection from rank %d: step %llu arrived as %zu bytes, which its size word does not describe",
+                peerRank_, static_cast<unsigned long long>(sDone_), size);
+        broken_ = true;
+        break;
+      }
+      storeRelaxed(&ctrl_->simpleBytes[sDone_ % kNumSteps], word);
       sDone_++;
       storeRelease(&ctrl_->simpleTail, sDone_);
       wakeParked(&ctrl_->dataBell);
@@ -554,10 +572,14 @@ bool netCanConnect(const PeerInfo&, const PeerInfo&) { return true; }
 // Simple steps the network moves in whole packets (net.h wholeSegmentBytes): on loopback a 128 KiB
 // step with its header left a 122-byte third segment, and the steps sized to two full ones made a
 // 16 MiB allreduce about 8% faster (docs/lab/2026-11-24.md, "Whole segments").
+// A step's payload leaves room in its slot for the size word that follows it on the wire.
 size_t netStepMaxBytes(const FifoLayout& layout) {
   const NetOpsV1& net = selectedNet();
-  if (net.wholeSegmentBytes == nullptr) return 0;
-  return net.wholeSegmentBytes(kNetDev, layout.simpleStepBytes, 64);
+  size_t wire = layout.simpleStepBytes;
+  if (net.wholeSegmentBytes != nullptr)
+    if (const size_t whole = net.wholeSegmentBytes(kNetDev, layout.simpleStepBytes, 64); whole >= 64 + kStepWordBytes)
+      wire = whole;                          // a plugin's smaller answer would leave no payload: the slot decides
+  return (wire - kStepWordBytes) / 64 * 64;  // slots hold at least 4 KiB (core/init.cc fifoSizesFromParams)
 }
 
 Status netCreateFifoIn(const NetBlockMemory& memory, const FifoLayout& layout, const PeerInfo& self,

@@ -42,8 +42,8 @@ struct Pair {
       FifoBlock& in = r == 0 ? toZero : toOne;
       bindFifo(send[r], out.mem, kLayout);
       bindFifo(recv[r], in.mem, kLayout);
-      send[r].peer = PeerRef{1 - r, -1, true, "here", &send[r].ctrl->receiverState, &send[r].ctrl->senderState};
-      recv[r].peer = PeerRef{1 - r, -1, true, "here", &recv[r].ctrl->senderState, &recv[r].ctrl->receiverState};
+      send[r].peer = PeerRef{1 - r, -1, true, false, "here", &send[r].ctrl->receiverState, &send[r].ctrl->senderState};
+      recv[r].peer = PeerRef{1 - r, -1, true, false, "here", &recv[r].ctrl->senderState, &recv[r].ctrl->receiverState};
       ExecSetup setup{};
       setup.device = CC_DEVICE_HOST;
       setup.rank = r;

@@ -56,7 +56,16 @@ Status runDirect(const PeerMesh& mesh, int rank, RankScratch& s, const void* in,
   s.transfers.assign(2 * static_cast<size_t>(n - 1), ExecTransfer{});
   // One byte past the allocation's start: the algorithm must not need aligned scratch.
   // Every rank is given the same reduction argument (ownPreOp false, as for a built-in op).
-  const OneShotWork w{in, out, count, rank, n, mesh.peers(rank), s.gather.data() + 1, s.transfers.data(), false};
+  const OneShotWork w{in,
+                      out,
+                      count,
+                      rank,
+                      n,
+                      mesh.peers(rank),
+                      s.gather.data() + 1,
+                      s.transfers.data(),
+                      false,
+                      callTagOf(CollKind::kAllReduce, t, op.kind, 0)};
   const HostWaitContext ctx = mesh.waitContext(rank, "AllReduce");
   return dispatchReduction<RunOneShot>(t, op.kind, w, op.opArg, ctx);
 }

@@ -53,10 +53,10 @@ struct Pair {
       bindFifo(recv[r], in.mem, kLayout);
       send[r].simpleStepMax = kStep;
       recv[r].simpleStepMax = kStep;
-      send[r].peer = PeerRef{1 - r, -1, true, "here", &send[r].ctrl->receiverState, &send[r].ctrl->senderState};
+      send[r].peer = PeerRef{1 - r, -1, true, false, "here", &send[r].ctrl->receiverState, &send[r].ctrl->senderState};
       send[r].peer.waitBell = &send[r].ctrl->spaceBell;
       send[r].peer.wakeBell = &send[r].ctrl->dataBell;
-      recv[r].peer = PeerRef{1 - r, -1, true, "here", &recv[r].ctrl->senderState, &recv[r].ctrl->receiverState};
+      recv[r].peer = PeerRef{1 - r, -1, true, false, "here", &recv[r].ctrl->senderState, &recv[r].ctrl->receiverState};
       recv[r].peer.waitBell = &recv[r].ctrl->dataBell;
       recv[r].peer.wakeBell = &recv[r].ctrl->spaceBell;
       ExecSetup setup{};
@@ -125,7 +125,7 @@ TEST(P2pEngine, RoundsMoveWhatCanMoveAndResume) {
   ExecTransfer sendOp = pair.sendTo(0, out), recvOp = pair.recvFrom(1, in);
   const HostWaitContext ctx0 = contextFor(0), ctx1 = contextFor(1);
   HostPlatform plat0(ctx0), plat1(ctx1);
-  P2pEngine<HostPlatform> sender(plat0, &sendOp, 1), receiver(plat1, &recvOp, 1);
+  P2pEngine<HostPlatform> sender(plat0, &sendOp, 1, kP2pCallTag), receiver(plat1, &recvOp, 1, kP2pCallTag);
 
   auto nothing = receiver.advance();  // nothing sent yet
   EXPECT_FALSE(nothing.moved);
@@ -161,7 +161,7 @@ TEST(P2pEngine, OneTransferPerPeerAndDirectionAtATime) {
   ExecTransfer recvs[2] = {pair.recvFrom(1, gotA), pair.recvFrom(1, gotB)};
   const HostWaitContext ctx0 = contextFor(0), ctx1 = contextFor(1);
   HostPlatform plat0(ctx0), plat1(ctx1);
-  P2pEngine<HostPlatform> sender(plat0, sends, 2), receiver(plat1, recvs, 2);
+  P2pEngine<HostPlatform> sender(plat0, sends, 2, kP2pCallTag), receiver(plat1, recvs, 2, kP2pCallTag);
   auto s = sender.advance();  // a fills the FIFO; b waits its turn
   EXPECT_EQ(sends[0].done, kFifoBytes);
   EXPECT_EQ(sends[1].done, 0u);
@@ -335,7 +335,7 @@ class TeamPlatform {
     sched_yield();
     return std::chrono::steady_clock::now() - idleSince_ < std::chrono::seconds(20) || fail();
   }
-  void failSizeMismatch(const PeerRef&, uint64_t, uint64_t) { fail(); }
+  void failStepMismatch(const PeerRef&, uint64_t, uint64_t) { fail(); }
 
  private:
   bool fail() {
@@ -372,7 +372,7 @@ bool runOnTeam(int n, std::vector<ExecTransfer>& batch, int self) {
   for (int t = 0; t < n; ++t)
     threads.emplace_back([&, t] {
       TeamPlatform plat(team, t);
-      P2pEngine<TeamPlatform> engine(plat, ops[t].data(), ops[t].size());
+      P2pEngine<TeamPlatform> engine(plat, ops[t].data(), ops[t].size(), kP2pCallTag);
       engine.copySelf(self);
       engine.run();
     });

@@ -55,10 +55,10 @@ class PeerMesh {
         bindFifo(v, in, kLayout);
         s.simpleStepMax = kStep;
         v.simpleStepMax = kStep;
-        s.peer = PeerRef{p, -1, true, "here", &s.ctrl->receiverState, &s.ctrl->senderState};
+        s.peer = PeerRef{p, -1, true, false, "here", &s.ctrl->receiverState, &s.ctrl->senderState};
         s.peer.waitBell = &s.ctrl->spaceBell;
         s.peer.wakeBell = &s.ctrl->dataBell;
-        v.peer = PeerRef{p, -1, true, "here", &v.ctrl->senderState, &v.ctrl->receiverState};
+        v.peer = PeerRef{p, -1, true, false, "here", &v.ctrl->senderState, &v.ctrl->receiverState};
         v.peer.waitBell = &v.ctrl->dataBell;
         v.peer.wakeBell = &v.ctrl->spaceBell;
         peers_[r][p] = ExecPeerConn{&s, &v};

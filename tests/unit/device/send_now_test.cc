@@ -25,7 +25,7 @@ struct Publisher {
 
   explicit Publisher(bool proxied) {
     conn.ctrl = ctrl.get();
-    conn.proxied = proxied;
+    conn.peer.proxied = proxied;
     ctx.sendNow = countSend;
     ctx.sendNowMinBytes = 16 << 10;
   }
@@ -34,9 +34,9 @@ struct Publisher {
     gSendCalls = 0;
     HostPlatform plat(ctx);
     const uint64_t step = conn.simpleStep;
-    ProtoSimple::postSend(plat, conn, nullptr, bytes);
+    ProtoSimple::postSend(plat, conn, nullptr, bytes, kP2pCallTag);
     EXPECT_EQ(ctrl->simpleTail, step + 1);  // published either way
-    EXPECT_EQ(ctrl->simpleBytes[step % kNumSteps], bytes);
+    EXPECT_EQ(ctrl->simpleBytes[step % kNumSteps], stepWord(bytes, kP2pCallTag));
     return gSendCalls;
   }
 };

@@ -118,6 +118,7 @@ TEST(WorkLowering, DirectWorkCarriesTheCallAndTheScratch) {
   EXPECT_EQ(w.dtype, static_cast<int32_t>(ccFloat16));
   EXPECT_EQ(w.builtinOp, static_cast<int32_t>(ccMax));
   EXPECT_EQ(w.opArg, 0x3c00u);
+  EXPECT_EQ(w.callTag, callTagOf(a));
   EXPECT_EQ(w.root, 2);
   EXPECT_EQ(w.rank, 3);
   EXPECT_EQ(w.nranks, 4);
