@@ -84,7 +84,7 @@ Status agreeOnPlan(ccComm* comm, int channelsWanted, Deadline deadline, int* cha
       if (strncasecmp(first.values[i], all[r].values[i], kValueBytes) != 0)
         return CC_ERROR(Status::kInvalidUsage,
                         "rank 0 (host %s) was given %s and rank %d (host %s) %s: every rank of a communicator must "
-                        "plan with the same %s, or their operations would wait for each other until COLLCOMM_TIMEOUT",
+                        "plan with the same %s (ranks that plan one operation differently cannot run it together)",
                         comm->peers[0].host, shown(first, i).c_str(), r, comm->peers[r].host, shown(all[r], i).c_str(),
                         paramInfo(kPlanParams[i]).name);
 
