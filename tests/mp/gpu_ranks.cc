@@ -226,21 +226,12 @@ std::string runGpuLeave(const ccUniqueId& id, int rank, int nranks, std::string*
 }
 
 std::string runGpuRank(const ccUniqueId& id, int rank, int nranks, int dyingRank, std::string* refusal) {
-  const char* env = getenv("CC_MP_GPU_DEVICE");
-  const int device = env == nullptr ? 0 : std::string(env) == "rank" ? rank : atoi(env);
-  cudaError_t err = cudaSetDevice(device);
-  if (err != cudaSuccess) return cudaFailed("cudaSetDevice", err);
-  ccConfig_t cfg = CC_CONFIG_INITIALIZER;
-  cfg.device = device;
-  ccComm_t comm = nullptr;
-  const ccResult_t init = ccCommInitRankConfig(&comm, nranks, id, rank, &cfg);
-  if (init != ccSuccess) {
-    *refusal = std::string(ccGetErrorString(init)) + ": " + ccGetLastError(nullptr);
-    return "ccCommInitRankConfig returned " + *refusal;
-  }
+  std::string initFailed;
+  ccComm_t comm = gpuComm(id, rank, nranks, refusal, &initFailed);
+  if (comm == nullptr) return initFailed;
   if (rank == dyingRank) _exit(9);  // without a word to its peers, as a crash would
   cudaStream_t stream = nullptr;
-  err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (err != cudaSuccess) {
     ccCommAbort(comm);
     return cudaFailed("cudaStreamCreate", err);
