@@ -13,7 +13,7 @@
 # BUILD_DIR holds a working CUDA build), CUDA_ARCHS (90), TEST_TIMEOUT (seconds for the GPU
 # tests, 240), SKIP_NCCL=1 (no NCCL latency through PyTorch), SKIP_TESTS=1, CHECK_LARGE=1 (check results at 256 MiB to 1 GiB too: slower, host-side),
 # COLLCOMM_TIMEOUT (20: seconds a kernel waits on a peer), RANK_COUNTS ("2 4 8"), DEADLINE (seconds from the start after which no perf run starts, 470),
-# OUT (the log folder; else ./gpu-check-logs), STEPS (the sections to run, of "tests mps stalls copy latency
+# OUT (the log folder; else ./gpu-check-logs), STEPS (the sections to run, of "tests mps torch stalls copy latency
 # fused nccl algos probes sweeps"; all by default), STALL_REPEATS (4), STALL_TIMEOUT (10), STALL_ENV, STALL_ONLY, LIBXML2_INCLUDE_DIR (and LIBXML2_LIBRARY) where
 # libxml2's headers are not installed. The lent H100 machine (Ubuntu 24.04, 2026-11-26) has
 # libxml2.so.2 but no libxml2-dev: there cmake needs a copy of /usr/include/libxml2 (2.9), by
@@ -53,7 +53,7 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PA
 export LD_LIBRARY_PATH="$BUILD_DIR:$LD_LIBRARY_PATH"
 START=$(date +%s)
 # want <section>: whether STEPS names it (all of them when STEPS is unset).
-want() { [[ " ${STEPS:-tests mps stalls copy latency fused nccl algos probes sweeps} " == *" $1 "* ]]; }
+want() { [[ " ${STEPS:-tests mps torch stalls copy latency fused nccl algos probes sweeps} " == *" $1 "* ]]; }
 want tests || SKIP_TESTS=1
 want nccl || SKIP_NCCL=1
 FAILED=()
@@ -232,6 +232,36 @@ else
   failed "GPU tests: $TEST_SUMMARY"
 fi
 
+# start_mps <log>: an MPS control daemon of this check's own (pipe and log folders in a temporary
+# folder), quit by stop_mps or by whatever ends the check (a signal at the run's limit included), so
+# that no daemon outlives it on the machine. Fails when the daemon does not start.
+start_mps() {
+  mps_dir=$(mktemp -d)
+  export CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" CUDA_MPS_LOG_DIRECTORY="$mps_dir/log"
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if ! nvidia-cuda-mps-control -d >>"$1" 2>&1; then
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    return 1
+  fi
+  trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1' EXIT
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
+}
+# stop_mps <log> <daemon log folder name>
+stop_mps() {
+  echo quit | nvidia-cuda-mps-control >>"$1" 2>&1
+  trap - EXIT INT TERM
+  cp -r "$CUDA_MPS_LOG_DIRECTORY" "$LOG_DIR/$2" 2>/dev/null
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+}
+# section_limit <most>: seconds a section may take, within DEADLINE, at least 10.
+section_limit() {
+  local limit=$((DEADLINE - $(elapsed)))
+  [ "$limit" -gt "$1" ] && limit=$1
+  [ "$limit" -lt 10 ] && limit=10
+  echo "$limit"
+}
+
 # ---- 2a. GPU ranks in two processes sharing the GPU, under an MPS control daemon of this check's
 # own (its pipe and log folders in a temporary folder; quit at the end of the step), so that
 # ProcessGpu.TwoProcessesOnOneGpuRunUnderMpsElseAreRefused runs its exact path (the GPU tests
@@ -247,34 +277,56 @@ if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
 elif [ ! -x "$BUILD_DIR/tests/mp/collcomm_mp_tests" ]; then
   MPS_SUMMARY="skipped: no $BUILD_DIR/tests/mp/collcomm_mp_tests"
 else
-  mps_dir=$(mktemp -d)
-  export CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" CUDA_MPS_LOG_DIRECTORY="$mps_dir/log"
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   # What the network-namespace cases need (they skip, saying why, without them).
   { echo "ip: $(command -v ip || echo missing); uid $(id -u)"; } >"$LOG_DIR/mps.log"
-  if nvidia-cuda-mps-control -d >>"$LOG_DIR/mps.log" 2>&1; then
-    # Quit whatever ends the check from here (a signal at the run's limit included), so that no
-    # daemon outlives it on the machine.
-    trap 'echo quit | nvidia-cuda-mps-control >/dev/null 2>&1' EXIT
-    trap 'exit 143' TERM
-    trap 'exit 130' INT
-    mps_limit=$((DEADLINE - $(elapsed)))
-    [ "$mps_limit" -gt 240 ] && mps_limit=240
-    [ "$mps_limit" -lt 10 ] && mps_limit=10
-    timeout --kill-after=10 "$mps_limit" "$BUILD_DIR/tests/mp/collcomm_mp_tests" --gtest_filter='ProcessGpu.*' 2>&1 |
+  if start_mps "$LOG_DIR/mps.log"; then
+    timeout --kill-after=10 "$(section_limit 240)" "$BUILD_DIR/tests/mp/collcomm_mp_tests" --gtest_filter='ProcessGpu.*' 2>&1 |
       tee -a "$LOG_DIR/mps.log"
     rc=$?
     MPS_SUMMARY=$(grep -E "^\[  (PASSED  |FAILED  |SKIPPED )\]" "$LOG_DIR/mps.log" | tr '\n' ' ')
     [ "$rc" != 0 ] && failed "GPU ranks under MPS: ${MPS_SUMMARY:-exit status $rc} (log: mps.log)"
-    echo quit | nvidia-cuda-mps-control >>"$LOG_DIR/mps.log" 2>&1
-    trap - EXIT INT TERM
+    stop_mps "$LOG_DIR/mps.log" mps-daemon-log
   else
     MPS_SUMMARY="skipped: the MPS control daemon did not start (log: mps.log)"
   fi
-  cp -r "$CUDA_MPS_LOG_DIRECTORY" "$LOG_DIR/mps-daemon-log" 2>/dev/null
-  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 fi
 echo "$MPS_SUMMARY"
+fi
+
+# ---- 2b. The PyTorch backend on CUDA tensors (python/tests/test_cuda.py: every op bit for bit,
+# streams and futures, DDP, a dead peer), one rank alone and two processes sharing the GPU under an
+# MPS daemon. collcomm_torch is built here, over this build's library, for this machine's python3
+# and torch (a module built elsewhere would be for another Python): about 40 s of CPU.
+TORCH_SUMMARY="not run"
+if want torch; then
+step "PyTorch backend on CUDA tensors"
+pyinc=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
+torch_build="$BUILD_DIR/python-build"
+torch_pkg="$BUILD_DIR/python-pkg"
+if ! python3 -c "import torch, pytest" >/dev/null 2>&1; then
+  TORCH_SUMMARY="skipped: python3 has no torch or no pytest"
+elif [ ! -f "$pyinc/Python.h" ]; then
+  TORCH_SUMMARY="skipped: python3 has no Python.h (looked in $pyinc), so collcomm_torch cannot be built here"
+elif ! { COLLCOMM_PREBUILT_DIR="$BUILD_DIR" cmake -S python -B "$torch_build" -G Ninja \
+  -DPython3_EXECUTABLE="$(command -v python3)" && ninja -C "$torch_build" -j"$JOBS"; } >"$LOG_DIR/torch.log" 2>&1; then
+  TORCH_SUMMARY="collcomm_torch did not build (log: torch.log)"
+  failed "PyTorch backend: $TORCH_SUMMARY"
+else
+  rm -rf "$torch_pkg" && mkdir -p "$torch_pkg/collcomm_torch"
+  cp python/collcomm_torch/*.py "$torch_build"/_C*.so "$torch_pkg/collcomm_torch/"
+  cp -L "$BUILD_DIR/libcollcomm.so.0" "$torch_pkg/collcomm_torch/"
+  mps=0
+  command -v nvidia-cuda-mps-control >/dev/null 2>&1 && start_mps "$LOG_DIR/torch.log" && mps=1
+  PYTHONPATH="$torch_pkg${PYTHONPATH:+:$PYTHONPATH}" COLLCOMM_TORCH_TEST_MPS=$mps PYTHONUNBUFFERED=1 \
+    timeout --kill-after=10 "$(section_limit 180)" python3 -m pytest -q -rs -p no:cacheprovider \
+    python/tests/test_cuda.py 2>&1 | tee -a "$LOG_DIR/torch.log"
+  rc=$?
+  [ "$mps" = 1 ] && stop_mps "$LOG_DIR/torch.log" torch-mps-daemon-log
+  TORCH_SUMMARY=$(grep -E "(passed|failed|skipped|error)" "$LOG_DIR/torch.log" | tail -n 1)
+  [ "$mps" = 0 ] && TORCH_SUMMARY="$TORCH_SUMMARY (no MPS: two-rank cases skipped)"
+  [ "$rc" != 0 ] && failed "PyTorch backend: ${TORCH_SUMMARY:-exit status $rc} (log: torch.log)"
+fi
+echo "$TORCH_SUMMARY"
 fi
 
 
@@ -563,6 +615,7 @@ step "summary (logs: $LOG_DIR)"
   echo "build: $BUILD_DIR"
   echo "GPU tests: $TEST_SUMMARY"
   echo "GPU ranks under MPS: $MPS_SUMMARY"
+  echo "PyTorch backend on CUDA tensors: $TORCH_SUMMARY"
   for l in "${STALL_LINES[@]}"; do echo "stalls: $l"; done
   [ -s "$LOG_DIR/stack.log" ] && echo "stack: $(cat "$LOG_DIR/stack.log")"
   echo "device-to-device copy: ${COPY_GBPS:-?} GB/s copied (256 MiB)"

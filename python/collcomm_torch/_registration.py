@@ -28,4 +28,9 @@ def register():
         return
     if BACKEND_NAME in dist.Backend.backend_list:
         return
-    dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True, devices=["cpu"])
+    from . import _C
+
+    # One backend object serves both device types: CPU tensors on a host communicator, CUDA tensors
+    # on a GPU communicator per device (made at its first operation).
+    devices = ["cpu", "cuda"] if _C.has_cuda() else ["cpu"]
+    dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True, devices=devices)

@@ -10,12 +10,14 @@
 namespace py = pybind11;
 
 PYBIND11_MODULE(_C, m) {
-  m.doc() = "collcomm's c10d backend (CPU tensors)";
+  m.doc() = "collcomm's c10d backend (CPU tensors, and CUDA tensors where built with CUDA)";
   py::class_<collcomm_torch::ProcessGroupCollcomm, c10d::Backend,
              c10::intrusive_ptr<collcomm_torch::ProcessGroupCollcomm>>(m, "ProcessGroupCollcomm")
       .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, std::chrono::milliseconds, std::string>(),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("name"),
            py::call_guard<py::gil_scoped_release>());
+  m.def("has_cuda", &collcomm_torch::GpuPath::built,
+        "Whether this build runs CUDA tensors (torch and the CUDA toolkit had CUDA when it was built).");
   m.def("version", [] {
     int v = 0;
     (void)ccGetVersion(&v);

@@ -1,6 +1,7 @@
 // ProcessGroupCollcomm: torch.distributed's operations mapped onto collcomm's C API. This file
-// makes, splits and ends the communicator, completes Work and runs the worker's batches; the
-// operations themselves are in process_group_ops.cc.
+// makes, splits and ends the communicators, completes Work and runs batches (on the worker for CPU
+// tensors, through gpu_path.h for CUDA ones); the operations themselves are in
+// process_group_ops.cc.
 #include "process_group_collcomm.h"
 
 #include <ATen/ATen.h>
@@ -71,16 +72,18 @@ ProcessGroupCollcomm::ProcessGroupCollcomm(const c10::intrusive_ptr<c10d::Store>
                     c10::str("collcomm: joining the communicator of group '", name_, "' as rank ", rank, " of ", size,
                              " failed: ", ccGetErrorString(res), ": ", ccGetLastError(nullptr)));
   }
+  gpu_ = std::make_unique<GpuPath>(store, rank, size, timeout, name_);
   worker_ = std::make_unique<Worker>();
 }
 
-ProcessGroupCollcomm::ProcessGroupCollcomm(Adopt, ccComm_t comm, int rank, int size, std::chrono::milliseconds timeout,
-                                           std::string name)
+ProcessGroupCollcomm::ProcessGroupCollcomm(Adopt, ccComm_t comm, const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                           int size, std::chrono::milliseconds timeout, std::string name)
     : c10d::Backend(rank, size), comm_(comm), timeout_(timeout), name_(std::move(name)) {
+  gpu_ = std::make_unique<GpuPath>(store, rank, size, timeout, name_);
   worker_ = std::make_unique<Worker>();
 }
 
-c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::split(const c10::intrusive_ptr<c10d::Store>&,
+c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::split(const c10::intrusive_ptr<c10d::Store>& store,
                                                               const std::vector<int>& ranks,
                                                               const c10::intrusive_ptr<Options>& opts) {
   TORCH_CHECK(!coalescing_, "collcomm: split_group inside a coalescing block; end the block first");
@@ -100,18 +103,22 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::split(const c10::intrusi
   ccComm_t child = nullptr;
   // The split is a collective of this group: it queues behind the group's earlier operations.
   std::vector<at::Tensor> none;
-  auto work = enqueue(c10d::OpType::UNKNOWN, none, Task{[this, color, key, &child, &name, timeout] {
-                                                          ccConfig_t config = hostConfig(name, timeout);
-                                                          check(ccCommSplit(comm_, color, key, &child, &config),
-                                                                "split_group (ccCommSplit)");
-                                                        },
-                                                        {}});
+  auto work = enqueue(c10d::OpType::UNKNOWN, at::Device(at::kCPU), none,
+                      Task{[this, color, key, &child, &name, timeout](const Target& on) {
+                             ccConfig_t config = hostConfig(name, timeout);
+                             check(on, ccCommSplit(on.comm, color, key, &child, &config), "split_group (ccCommSplit)");
+                           },
+                           {}});
   work->wait();  // rethrows the split's failure
-  if (!member) return nullptr;
-  TORCH_CHECK(child != nullptr, "collcomm: ccCommSplit gave no communicator to rank ", getRank(), " of group '",
-              name_, "'");
-  return c10::make_intrusive<ProcessGroupCollcomm>(Adopt{}, child, key, static_cast<int>(ranks.size()), timeout,
-                                                   name);
+  c10::intrusive_ptr<ProcessGroupCollcomm> sub;
+  if (member) {
+    TORCH_CHECK(child != nullptr, "collcomm: ccCommSplit gave no communicator to rank ", getRank(), " of group '",
+                name_, "'");
+    sub = c10::make_intrusive<ProcessGroupCollcomm>(Adopt{}, child, store, key, static_cast<int>(ranks.size()), timeout,
+                                                    name);
+  }
+  gpu_->split(sub ? sub->gpu_.get() : nullptr, color, key);
+  return sub;
 }
 
 ProcessGroupCollcomm::~ProcessGroupCollcomm() {
@@ -135,11 +142,14 @@ void ProcessGroupCollcomm::setTimeout(std::chrono::milliseconds timeout) {
   (void)timeout;
 }
 
+void ProcessGroupCollcomm::eagerConnectSingleDevice(at::Device device) { gpu_->connect(device); }
+
 void ProcessGroupCollcomm::shutdown() {
   std::lock_guard<std::mutex> lock(shutdownMutex_);
   if (shutDown_) return;
   shutDown_ = true;
   if (worker_) worker_->stop();  // after abort(), the call in flight ends within milliseconds
+  if (gpu_) gpu_->shutdown();
   std::lock_guard<std::mutex> commLock(commMutex_);
   if (comm_ != nullptr) {
     // A communicator that failed or was revoked cannot finalize in step with peers that are gone:
@@ -161,16 +171,17 @@ void ProcessGroupCollcomm::abort() {
   // shutdown() frees the communicator once the worker has stopped.
   std::lock_guard<std::mutex> lock(commMutex_);
   if (comm_ != nullptr) (void)ccCommRevoke(comm_, CC_REVOKE_DEFAULT);
+  if (gpu_) gpu_->abort();
 }
 
-void ProcessGroupCollcomm::check(ccResult_t result, const char* what) {
+void ProcessGroupCollcomm::check(const Target& on, ccResult_t result, const char* what) {
   if (result == ccSuccess) return;
   failed_.store(true);
   // An aborted group's communicator is revoked, not freed, until shutdown: its sentence is readable.
   if (aborted_.load())
     C10_THROW_ERROR(DistBackendError, c10::str("collcomm ", what, " on rank ", getRank(), " of group '", name_,
                                                "': the process group was aborted (", ccGetErrorString(result), ")"));
-  const char* detail = ccGetLastError(comm_);
+  const char* detail = ccGetLastError(on.comm);
   C10_THROW_ERROR(DistBackendError,
                   c10::str("collcomm ", what, " failed on rank ", getRank(), " of group '", name_,
                            "': ", ccGetErrorString(result), ": ", detail != nullptr ? detail : "(no detail)"));
@@ -178,38 +189,54 @@ void ProcessGroupCollcomm::check(ccResult_t result, const char* what) {
 
 // ---- the worker side
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                                             Task task) {
-  auto work = c10::make_intrusive<CollcommWork>(getRank(), type, std::move(outputs));
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::enqueue(c10d::OpType type, at::Device device,
+                                                             std::vector<at::Tensor> outputs, Task task) {
+  TORCH_CHECK(!shutDown_, "collcomm: the process group '", name_, "' was shut down");
+  if (coalescing_) {
+    if (!coalescedDevice_) coalescedDevice_ = device;
+    TORCH_CHECK(*coalescedDevice_ == device, "collcomm: a coalesced batch runs on one device; it began on ",
+                *coalescedDevice_, " and this operation is on ", device);
+  }
+  c10::intrusive_ptr<c10d::Work> work =
+      device.is_cpu() ? c10::intrusive_ptr<c10d::Work>(c10::make_intrusive<CollcommWork>(getRank(), type, outputs))
+                      : gpu_->newWork(device, type, outputs);
   sequence_++;
   if (coalescing_) {
     coalescedTasks_.push_back(std::move(task));
     coalescedWorks_.push_back(work);
     return work;
   }
-  TORCH_CHECK(!shutDown_, "collcomm: the process group '", name_, "' was shut down");
-  worker_->post([this, work, task = std::move(task)]() mutable {
-    std::vector<Task> tasks;
-    tasks.push_back(std::move(task));
+  std::vector<Task> tasks;
+  tasks.push_back(std::move(task));
+  if (!device.is_cpu()) {
+    gpu_->launch(device, std::move(tasks), false, runner(), {work});
+    return work;
+  }
+  auto cpuWork = c10::static_intrusive_pointer_cast<CollcommWork>(work);
+  worker_->post([this, cpuWork, tasks = std::move(tasks)]() mutable {
     std::exception_ptr error;
     try {
-      runTasks(tasks, false);
+      runTasks(tasks, false, Target{comm_, nullptr});
     } catch (...) {
       error = std::current_exception();
     }
-    work->complete(error);
+    cpuWork->complete(error);
   });
   return work;
 }
 
-void ProcessGroupCollcomm::runTasks(std::vector<Task>& tasks, bool grouped) {
+TaskRunner ProcessGroupCollcomm::runner() {
+  return [this](std::vector<Task>& tasks, bool grouped, const Target& on) { runTasks(tasks, grouped, on); };
+}
+
+void ProcessGroupCollcomm::runTasks(std::vector<Task>& tasks, bool grouped, const Target& on) {
   TORCH_CHECK(!aborted_.load(), "collcomm: the process group '", name_, "' was aborted");
   if (grouped) {
     GroupScope group;
-    for (auto& t : tasks) t.issue();
-    check(group.end(), "coalesced batch (ccGroupEnd)");
+    for (auto& t : tasks) t.issue(on);
+    check(on, group.end(), "coalesced batch (ccGroupEnd)");
   } else {
-    for (auto& t : tasks) t.issue();
+    for (auto& t : tasks) t.issue(on);
   }
   for (auto& t : tasks) {
     if (t.finish) t.finish();
@@ -224,20 +251,28 @@ void ProcessGroupCollcomm::startCoalescing() {
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::endCoalescing() {
   TORCH_CHECK(coalescing_, "collcomm: endCoalescing without startCoalescing");
   coalescing_ = false;
-  auto batch = c10::make_intrusive<CollcommWork>(getRank(), c10d::OpType::COALESCED, std::vector<at::Tensor>{});
+  const at::Device device = coalescedDevice_.value_or(at::Device(at::kCPU));
+  coalescedDevice_.reset();
   auto tasks = std::move(coalescedTasks_);
   auto works = std::move(coalescedWorks_);
   coalescedTasks_.clear();
   coalescedWorks_.clear();
   TORCH_CHECK(!shutDown_, "collcomm: the process group '", name_, "' was shut down");
+  if (!device.is_cpu()) {
+    auto batch = gpu_->newWork(device, c10d::OpType::COALESCED, {});
+    works.push_back(batch);
+    gpu_->launch(device, std::move(tasks), true, runner(), works);
+    return batch;
+  }
+  auto batch = c10::make_intrusive<CollcommWork>(getRank(), c10d::OpType::COALESCED, std::vector<at::Tensor>{});
   worker_->post([this, batch, tasks = std::move(tasks), works = std::move(works)]() mutable {
     std::exception_ptr error;
     try {
-      runTasks(tasks, true);
+      runTasks(tasks, true, Target{comm_, nullptr});
     } catch (...) {
       error = std::current_exception();
     }
-    for (auto& w : works) w->complete(error);
+    for (auto& w : works) c10::static_intrusive_pointer_cast<CollcommWork>(w)->complete(error);
     batch->complete(error);
   });
   return batch;

@@ -1,7 +1,9 @@
-// ProcessGroupCollcomm: a c10d::Backend that runs torch.distributed's collectives on CPU tensors
-// through one collcomm host communicator. Every call returns at once with a CollcommWork; the
+// ProcessGroupCollcomm: a c10d::Backend that runs torch.distributed's collectives through collcomm.
+// CPU tensors go through one host communicator: every call returns at once with a CollcommWork; the
 // operation runs on this group's worker thread, in the order the calls were made (what torch
-// expects of one process group), and completes the Work and its future.
+// expects of one process group), and completes the Work and its future. CUDA tensors go through a
+// GPU communicator per device, enqueued on a stream of the group's from the caller's thread
+// (gpu_path.h).
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -11,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -18,6 +21,8 @@
 #include <vector>
 
 #include "collcomm.h"
+#include "gpu_path.h"
+#include "task.h"
 #include "worker.h"
 
 namespace collcomm_torch {
@@ -37,23 +42,17 @@ class CollcommWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// One operation as the worker runs it: `issue` makes the collcomm calls (it may run between
-// ccGroupStart and ccGroupEnd when coalesced), then `finish` copies results into tensors that
-// were not contiguous. Both run on the worker; either may throw.
-struct Task {
-  std::function<void()> issue;
-  std::function<void()> finish;
-};
-
 class ProcessGroupCollcomm : public c10d::Backend {
  public:
   // Collective over the group: rank 0 makes the unique id and publishes it in `store`, every rank
   // joins with `timeout` as collcomm's deadline for every wait.
   ProcessGroupCollcomm(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                        std::chrono::milliseconds timeout, std::string name);
-  // Takes over `comm`, a communicator split from another group's (see split()).
+  // Takes over `comm`, a communicator split from another group's (see split()); `store` is the new
+  // group's, for the GPU communicators it makes later.
   struct Adopt {};
-  ProcessGroupCollcomm(Adopt, ccComm_t comm, int rank, int size, std::chrono::milliseconds timeout, std::string name);
+  ProcessGroupCollcomm(Adopt, ccComm_t comm, const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                       std::chrono::milliseconds timeout, std::string name);
   ~ProcessGroupCollcomm() override;
 
   const std::string getBackendName() const override { return "collcomm"; }
@@ -64,12 +63,15 @@ class ProcessGroupCollcomm : public c10d::Backend {
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
   void setTimeout(std::chrono::milliseconds timeout) override;
+  // init_process_group(device_id=cuda:N): the GPU communicator of that device is made now, not at
+  // its first operation.
+  void eagerConnectSingleDevice(at::Device device) override;
 
   // ProcessGroup::split_group: every rank of this group calls, each with the sorted ranks (of this
   // group) of the subgroup it joins, or a list without itself. One ccCommSplit over this group
   // makes every subgroup at once (color: a subgroup's lowest rank; key: the place in `ranks`). It
   // runs on the worker, after what is queued, and returns the subgroup's backend, or null on a
-  // rank outside `ranks`.
+  // rank outside `ranks`. The GPU communicators the group has made are split the same way.
   bool supportsSplitting() const override { return true; }
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<Options>& opts) override;
@@ -112,17 +114,23 @@ class ProcessGroupCollcomm : public c10d::Backend {
 
   // Waits for queued work, then destroys the communicator in step with the peers.
   void shutdown() override;
-  // Stops whatever is in flight (ccCommRevoke) and fails everything queued; returns at once.
-  // The communicator is freed by shutdown (or the destructor), after the worker has stopped.
+  // Stops whatever is in flight (ccCommRevoke, GPU communicators too) and fails everything queued;
+  // returns at once. The communicators are freed by shutdown (or the destructor), after the worker
+  // has stopped.
   void abort() override;
 
  private:
-  // Queues `task` (or adds it to the open coalesced batch); the Work completes when it has run.
-  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs, Task task);
-  // Runs tasks on the worker: one alone, or several between ccGroupStart and ccGroupEnd.
-  void runTasks(std::vector<Task>& tasks, bool grouped);
-  // Throws a DistBackendError with collcomm's sentence when `result` is not ccSuccess.
-  void check(ccResult_t result, const char* what);
+  // Queues `task`, an operation on tensors of `device` (or adds it to the open coalesced batch):
+  // on the worker for CPU tensors, on the device's stream for CUDA ones. The Work completes when it
+  // has run.
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, at::Device device, std::vector<at::Tensor> outputs,
+                                         Task task);
+  // Runs tasks against `on`: one alone, or several between ccGroupStart and ccGroupEnd.
+  void runTasks(std::vector<Task>& tasks, bool grouped, const Target& on);
+  // runTasks, for GpuPath::launch.
+  TaskRunner runner();
+  // Throws a DistBackendError with collcomm's sentence (on.comm's) when `result` is not ccSuccess.
+  void check(const Target& on, ccResult_t result, const char* what);
 
   Task allreduceTask(const at::Tensor& tensor, const c10d::ReduceOp& op);
   Task allgatherBaseTask(const at::Tensor& output, const at::Tensor& input);
@@ -138,10 +146,13 @@ class ProcessGroupCollcomm : public c10d::Backend {
   // comm_'s lifetime against abort() from another thread (shutdown frees it while abort may revoke).
   std::mutex commMutex_;
   bool shutDown_ = false;
-  // Ops issued between startCoalescing and endCoalescing: run as one ccGroupStart/End batch.
+  // Ops issued between startCoalescing and endCoalescing: run as one ccGroupStart/End batch, on
+  // the device of the first (every op of a batch must be on it).
   bool coalescing_ = false;
+  std::optional<at::Device> coalescedDevice_;
   std::vector<Task> coalescedTasks_;
-  std::vector<c10::intrusive_ptr<CollcommWork>> coalescedWorks_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> coalescedWorks_;
+  std::unique_ptr<GpuPath> gpu_;
   std::unique_ptr<Worker> worker_;  // last: its thread stops before the members it uses go
 };
 

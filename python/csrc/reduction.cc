@@ -92,12 +92,23 @@ std::shared_ptr<Reduction> makeReduction(ccComm_t comm, const at::Tensor& t, con
     case c10d::ReduceOp::PREMUL_SUM: {
       auto* supplement = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
       TORCH_CHECK(supplement != nullptr, "collcomm: PREMUL_SUM with an unknown factor kind");
-      // The factor in the tensor's own type, read by collcomm when the op is made.
-      at::Tensor factor = supplement->tensor_factor.defined()
-                              ? supplement->tensor_factor.to(at::kCPU, t.scalar_type()).reshape({1}).contiguous()
-                              : at::full({1}, supplement->double_factor, t.options().dtype(t.scalar_type()));
       ccRedOp_t made;
-      ccResult_t res = ccRedOpCreatePreMulSum(&made, factor.data_ptr(), r->type, ccScalarHostImmediate, comm);
+      ccResult_t res;
+      if (supplement->tensor_factor.defined() && t.is_cuda()) {
+        // A factor given as a tensor is read by the kernel when it runs (ccScalarDevice), so it may be
+        // computed by work still queued on the GPU; a copy made here (on the group's stream) is
+        // one the caller cannot free or overwrite before then.
+        r->factor = supplement->tensor_factor.to(t.device(), t.scalar_type(), /*non_blocking=*/false, /*copy=*/true)
+                        .reshape({1})
+                        .contiguous();
+        res = ccRedOpCreatePreMulSum(&made, r->factor.data_ptr(), r->type, ccScalarDevice, comm);
+      } else {
+        // The factor in the tensor's own type, in host memory, read by collcomm when the op is made.
+        at::Tensor factor = supplement->tensor_factor.defined()
+                                ? supplement->tensor_factor.to(at::kCPU, t.scalar_type()).reshape({1}).contiguous()
+                                : at::full({1}, supplement->double_factor, at::TensorOptions().dtype(t.scalar_type()));
+        res = ccRedOpCreatePreMulSum(&made, factor.data_ptr(), r->type, ccScalarHostImmediate, comm);
+      }
       TORCH_CHECK(res == ccSuccess, "collcomm: ccRedOpCreatePreMulSum failed: ", ccGetLastError(comm));
       r->op = made;
       r->comm = comm;

@@ -18,6 +18,7 @@ struct Reduction {
   ccRedOp_t op = ccSum;
   ccComm_t comm = nullptr;
   bool owned = false;
+  at::Tensor factor;  // a PreMulSum's factor in device memory (CUDA tensors), read when the kernel runs
   Reduction() = default;
   Reduction(const Reduction&) = delete;
   Reduction& operator=(const Reduction&) = delete;

@@ -7,16 +7,22 @@
 
 namespace collcomm_torch {
 
-void checkCpu(const at::Tensor& t, const char* what) {
-  TORCH_CHECK(t.device().is_cpu(), "collcomm ", what,
-              ": only CPU tensors are supported (CUDA tensors come with the GPU communicator); got a tensor on ",
-              t.device());
+at::Device checkDevice(const at::Tensor& t, const char* what) {
+  TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), "collcomm ", what,
+              ": only CPU and CUDA tensors are supported; got a tensor on ", t.device());
+  TORCH_CHECK(t.layout() == at::kStrided, "collcomm ", what, ": only dense (strided) tensors are supported");
+  return t.device();
+}
+
+void checkTensor(const at::Tensor& t, at::Device device, const char* what) {
+  TORCH_CHECK(t.device() == device, "collcomm ", what, ": every tensor of one call must be on one device; got ",
+              t.device(), " and ", device);
   TORCH_CHECK(t.layout() == at::kStrided, "collcomm ", what, ": only dense (strided) tensors are supported");
 }
 
 void checkSingle(const std::vector<at::Tensor>& tensors, const char* what) {
   TORCH_CHECK(tensors.size() == 1, "collcomm ", what, ": expects one tensor per call, got ", tensors.size());
-  checkCpu(tensors[0], what);
+  checkDevice(tensors[0], what);
 }
 
 void checkRoot(int64_t root, int size, const char* what) {
@@ -45,7 +51,7 @@ std::vector<at::Tensor> rootList(const std::vector<std::vector<at::Tensor>>& lis
   TORCH_CHECK(lists.size() == 1 && static_cast<int>(lists[0].size()) == size, "collcomm ", what,
               ": the root expects one ", kind, " list of world size (", size, ") tensors");
   for (const auto& t : lists[0]) {
-    checkCpu(t, what);
+    checkTensor(t, own.device(), what);
     TORCH_CHECK(t.scalar_type() == own.scalar_type(), "collcomm ", what, ": ", kind, " type ", t.scalar_type(),
                 " differs from ", own.scalar_type());
   }

@@ -10,16 +10,18 @@
 
 namespace collcomm_torch {
 
-// A dense CPU tensor (CUDA tensors come with the GPU communicator).
-void checkCpu(const at::Tensor& t, const char* what);
-// One tensor, checked by checkCpu.
+// A dense CPU or CUDA tensor; returns its device, which the call's other tensors must share.
+at::Device checkDevice(const at::Tensor& t, const char* what);
+// A dense tensor on `device` (the device of the call's first tensor).
+void checkTensor(const at::Tensor& t, at::Device device, const char* what);
+// One tensor, checked by checkDevice.
 void checkSingle(const std::vector<at::Tensor>& tensors, const char* what);
 void checkRoot(int64_t root, int size, const char* what);
 
 size_t bytesOf(const at::Tensor& t);
 
 // A contiguous tensor with t's values: t itself when it is contiguous, else a copy (made on the
-// worker, so it sees what earlier operations wrote).
+// worker, or on the group's stream for CUDA tensors, so it sees what earlier operations wrote).
 at::Tensor dense(const at::Tensor& t);
 
 // A contiguous tensor to write t's result into: t itself when it is contiguous, else a new one

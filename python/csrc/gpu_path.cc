@@ -1,0 +1,434 @@
+// CUDA tensors on GPU communicators (gpu_path.h). Compiled where torch and the toolkit have CUDA.
+#include "gpu_path.h"
+
+#include <ATen/core/ivalue.h>
+#include <c10/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace collcomm_torch {
+namespace {
+
+// How often the watchdog looks at what the GPU has run: a Work completes (and the tensors its Task
+// holds are released) at most this long after its stream ran it.
+constexpr auto kWatchPeriod = std::chrono::milliseconds(2);
+
+// A device's communicator and the group's stream on it. Shared with the Works it runs, which ask
+// it for the failure that ended them.
+struct DeviceComm {
+  ccComm_t comm = nullptr;
+  c10::cuda::CUDAStream stream;
+  std::string name;
+  // One collcomm call on `comm` at a time from this layer (a launch's calls, the watchdog's
+  // polls): a failing call writes the sentence that ccGetLastError reads.
+  std::mutex callMutex;
+  std::atomic<bool> failed{false};
+  std::string sentence;  // the failure, once seen (under callMutex)
+
+  DeviceComm(ccComm_t c, c10::cuda::CUDAStream s, std::string n) : comm(c), stream(s), name(std::move(n)) {}
+
+  // The communicator's failure as collcomm reports it (a kernel that timed out or lost its peer),
+  // remembered once seen; empty while it is healthy.
+  std::string failure() {
+    std::lock_guard<std::mutex> lock(callMutex);
+    if (!failed.load()) {
+      ccResult_t state = ccSuccess;
+      if (ccCommGetAsyncError(comm, &state) != ccSuccess || state == ccSuccess || state == ccInProgress) return {};
+      const char* detail = ccGetLastError(comm);
+      sentence = c10::str(ccGetErrorString(state), ": ", detail != nullptr ? detail : "(no detail)");
+      failed.store(true);
+    }
+    return sentence;
+  }
+};
+
+// The Work of an operation on CUDA tensors: done when the group's stream has run it (the watchdog
+// says so), failed with the communicator's sentence when a kernel of it failed.
+class CudaWork : public c10d::Work {
+ public:
+  CudaWork(int rank, c10d::OpType type, at::Device device, std::vector<at::Tensor> outputs, std::string what)
+      : c10d::Work(rank, type),
+        device_(device),
+        outputs_(std::move(outputs)),
+        what_(std::move(what)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                         std::vector<c10::Device>{device})) {}
+
+  // Called once, on the caller's thread, after the operation was enqueued on `dc`'s stream.
+  void bind(std::shared_ptr<DeviceComm> dc, std::shared_ptr<c10::cuda::CUDAEvent> end) {
+    dc_ = std::move(dc);
+    end_ = std::move(end);
+    // Marked on the group's stream: a consumer of the future waits for that stream, as
+    // ProcessGroupNCCL's futures make DDP's hooks do.
+    c10::cuda::CUDAStreamGuard guard(dc_->stream);
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+
+  // The watchdog's (or a failed launch's) verdict.
+  void settle(const std::string& failure) {
+    std::exception_ptr error;
+    if (!failure.empty()) {
+      try {
+        C10_THROW_ERROR(DistBackendError, c10::str("collcomm ", what_, " on ", device_, " failed: ", failure));
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_) return;
+    completed_ = true;
+    exception_ = error;
+    cv_.notify_all();
+  }
+
+  bool isCompleted() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return completed_;
+  }
+
+  // The caller's current stream waits for the operation; the host does not. With a timeout the
+  // host also waits for the watchdog's verdict, at most that long.
+  bool wait(std::chrono::milliseconds timeout) override {
+    synchronize();
+    if (timeout != kNoTimeout) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!cv_.wait_for(lock, timeout, [this] { return completed_; }))
+        C10_THROW_ERROR(DistBackendError,
+                        c10::str("collcomm ", what_, " on ", device_, ": not done after ", timeout.count(), " ms"));
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (exception_) std::rethrow_exception(exception_);
+    return true;
+  }
+
+  void synchronize() override {
+    if (end_) end_->block(c10::cuda::getCurrentCUDAStream(device_.index()));
+    // A failure already seen is said now rather than at the next call.
+    if (dc_) {
+      const std::string failure = dc_->failure();
+      if (!failure.empty()) settle(failure);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (exception_) std::rethrow_exception(exception_);
+  }
+
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  std::vector<at::Tensor> result() override { return outputs_; }
+
+ private:
+  at::Device device_;
+  std::vector<at::Tensor> outputs_;
+  std::string what_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::shared_ptr<DeviceComm> dc_;
+  std::shared_ptr<c10::cuda::CUDAEvent> end_;
+};
+
+// What the watchdog keeps of one launch until its stream has run it.
+struct Pending {
+  std::shared_ptr<DeviceComm> dc;
+  std::shared_ptr<c10::cuda::CUDAEvent> end;
+  std::vector<Task> tasks;  // holds every tensor the launch uses
+  std::vector<c10::intrusive_ptr<CudaWork>> works;
+};
+
+const char* opName(c10d::OpType type) {
+  switch (type) {
+    case c10d::OpType::BROADCAST:
+      return "broadcast";
+    case c10d::OpType::ALLREDUCE:
+      return "all_reduce";
+    case c10d::OpType::ALLREDUCE_COALESCED:
+      return "all_reduce_coalesced";
+    case c10d::OpType::REDUCE:
+      return "reduce";
+    case c10d::OpType::ALLGATHER:
+      return "all_gather";
+    case c10d::OpType::_ALLGATHER_BASE:
+      return "all_gather_into_tensor";
+    case c10d::OpType::GATHER:
+      return "gather";
+    case c10d::OpType::SCATTER:
+      return "scatter";
+    case c10d::OpType::REDUCE_SCATTER:
+      return "reduce_scatter";
+    case c10d::OpType::_REDUCE_SCATTER_BASE:
+      return "reduce_scatter_tensor";
+    case c10d::OpType::ALLTOALL_BASE:
+      return "all_to_all_single";
+    case c10d::OpType::ALLTOALL:
+      return "all_to_all";
+    case c10d::OpType::SEND:
+      return "send";
+    case c10d::OpType::RECV:
+      return "recv";
+    case c10d::OpType::COALESCED:
+      return "coalesced batch";
+    default:
+      return "operation";
+  }
+}
+
+}  // namespace
+
+struct GpuPath::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  int rank;
+  int size;
+  std::chrono::milliseconds timeout;
+  std::string name;
+
+  std::mutex mutex;  // guards comms, made, pending, stopping
+  std::map<c10::DeviceIndex, std::shared_ptr<DeviceComm>> comms;
+  int made = 0;  // communicators made through the store so far: the next one's key
+  std::condition_variable cv;
+  std::deque<Pending> pending;
+  bool stopping = false;
+  bool aborted = false;
+  std::thread watchdog;
+
+  ccConfig_t config(c10::DeviceIndex device, const std::string& commName) const {
+    ccConfig_t c = CC_CONFIG_INITIALIZER;
+    c.device = device;
+    c.commName = commName.c_str();
+    c.timeout = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
+    return c;
+  }
+
+  std::shared_ptr<DeviceComm> adopt(c10::DeviceIndex device, ccComm_t comm, const std::string& commName) {
+    auto dc = std::make_shared<DeviceComm>(comm, c10::cuda::getStreamFromPool(false, device), commName);
+    comms[device] = dc;
+    return dc;
+  }
+
+  // The communicator of `device`, made now if this is the group's first use of it (every rank at
+  // once: a collective). Holds `mutex`.
+  std::shared_ptr<DeviceComm> commFor(c10::DeviceIndex device) {
+    if (auto it = comms.find(device); it != comms.end()) return it->second;
+    TORCH_CHECK(store, "collcomm: group '", name,
+                "' has no store to make its communicator on cuda:", static_cast<int>(device), " with");
+    const std::string key = "collcomm_unique_id_cuda_" + std::to_string(made++);
+    ccUniqueId id;
+    if (rank == 0) {
+      ccResult_t res = ccGetUniqueId(&id);
+      TORCH_CHECK(res == ccSuccess, "collcomm: ccGetUniqueId failed: ", ccGetLastError(nullptr));
+      const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
+      store->set(key, std::vector<uint8_t>(bytes, bytes + sizeof(id)));
+    } else {
+      std::vector<uint8_t> bytes = store->get(key);
+      TORCH_CHECK(bytes.size() == sizeof(id), "collcomm: the unique id in the store has ", bytes.size(),
+                  " bytes, expected ", sizeof(id));
+      std::memcpy(&id, bytes.data(), sizeof(id));
+    }
+    const std::string commName = name + ":cuda:" + std::to_string(device);
+    ccConfig_t c = config(device, commName);
+    ccComm_t comm = nullptr;
+    c10::cuda::CUDAGuard guard(device);
+    ccResult_t res = ccCommInitRankConfig(&comm, size, id, rank, &c);
+    if (res != ccSuccess)
+      C10_THROW_ERROR(DistBackendError, c10::str("collcomm: making the GPU communicator of group '", name, "' on cuda:",
+                                                 static_cast<int>(device), " as rank ", rank, " of ", size,
+                                                 " failed: ", ccGetErrorString(res), ": ", ccGetLastError(nullptr)));
+    return adopt(device, comm, commName);
+  }
+
+  void startWatchdog() {
+    if (!watchdog.joinable()) watchdog = std::thread([this] { watch(); });
+  }
+
+  // Settles each launch once its stream has run it: done, or failed with its communicator's
+  // sentence. Queries events in relaxed capture mode: a thread capturing a graph in global mode
+  // (torch's default) would otherwise have its capture invalidated by them.
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      cv.wait(lock, [this] { return stopping || !pending.empty(); });
+      if (pending.empty()) return;
+      std::vector<Pending> settled;
+      {
+        c10::cuda::CUDAStreamCaptureModeGuard relaxed(cudaStreamCaptureModeRelaxed);
+        for (auto it = pending.begin(); it != pending.end();) {
+          // A launch that ran while its communicator failed is counted failed: the failure may be
+          // its own kernel's (a launch that ran before the previous poll was settled by it).
+          const bool ran = it->end->query();
+          const std::string failure = it->dc->failure();
+          if (ran || !failure.empty()) {
+            for (auto& w : it->works) w->settle(failure);
+            settled.push_back(std::move(*it));
+            it = pending.erase(it);
+          } else {
+            ++it;
+          }
+        }
+      }
+      lock.unlock();
+      settled.clear();  // releases the Tasks' tensors outside the lock
+      std::this_thread::sleep_for(kWatchPeriod);
+      lock.lock();
+    }
+  }
+};
+
+bool GpuPath::built() { return true; }
+
+GpuPath::GpuPath(c10::intrusive_ptr<c10d::Store> store, int rank, int size, std::chrono::milliseconds timeout,
+                 std::string name)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->store = std::move(store);
+  impl_->rank = rank;
+  impl_->size = size;
+  impl_->timeout = timeout;
+  impl_->name = std::move(name);
+}
+
+GpuPath::~GpuPath() {
+  try {
+    shutdown();
+  } catch (...) {
+    // A destructor must not throw; shutdown already said what it could.
+  }
+}
+
+void GpuPath::connect(at::Device device) {
+  TORCH_CHECK(device.is_cuda(), "collcomm: eager connection needs a CUDA device, got ", device);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  (void)impl_->commFor(device.index());
+}
+
+c10::intrusive_ptr<c10d::Work> GpuPath::newWork(at::Device device, c10d::OpType type, std::vector<at::Tensor> outputs) {
+  return c10::make_intrusive<CudaWork>(impl_->rank, type, device, std::move(outputs), opName(type));
+}
+
+void GpuPath::launch(at::Device device, std::vector<Task> tasks, bool grouped, const TaskRunner& run,
+                     const std::vector<c10::intrusive_ptr<c10d::Work>>& works) {
+  std::vector<c10::intrusive_ptr<CudaWork>> cudaWorks;
+  for (const auto& w : works) cudaWorks.push_back(c10::static_intrusive_pointer_cast<CudaWork>(w));
+  // Every way out settles the Works (a Work never settled would say it succeeded at wait()).
+  auto fail = [&](const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      for (auto& w : cudaWorks) w->settle(e.what());
+    } catch (...) {
+      for (auto& w : cudaWorks) w->settle("an unknown error");
+    }
+    std::rethrow_exception(error);
+  };
+  std::shared_ptr<DeviceComm> dc;
+  std::shared_ptr<c10::cuda::CUDAEvent> end;
+  std::exception_ptr error;
+  try {
+    {
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      TORCH_CHECK(!impl_->stopping, "collcomm: the process group '", impl_->name, "' was shut down");
+      dc = impl_->commFor(device.index());
+    }
+    const std::string failure = dc->failure();
+    if (!failure.empty())
+      C10_THROW_ERROR(DistBackendError, c10::str("collcomm: the GPU communicator of group '", impl_->name, "' on ",
+                                                 device, " failed earlier: ", failure));
+    c10::cuda::CUDAGuard deviceGuard(device);
+    // The group's stream starts where the caller's stream is now, so it sees what the caller wrote.
+    c10::cuda::CUDAEvent ready;
+    ready.record(c10::cuda::getCurrentCUDAStream(device.index()));
+    ready.block(dc->stream);
+    end = std::make_shared<c10::cuda::CUDAEvent>();
+    c10::cuda::CUDAStreamGuard streamGuard(dc->stream);
+    std::lock_guard<std::mutex> calls(dc->callMutex);
+    try {
+      run(tasks, grouped, Target{dc->comm, static_cast<ccStream_t>(dc->stream.stream())});
+    } catch (...) {
+      error = std::current_exception();
+    }
+    // After a failure too: what was enqueued before it still runs, and its tensors must outlive it.
+    end->record(dc->stream);
+  } catch (...) {
+    fail(std::current_exception());
+  }
+  // A graph being captured runs the launch at each replay, not now: nothing to watch, and the
+  // tensors belong to the graph's owner, as with NCCL.
+  const bool capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+  if (!error) {
+    for (auto& w : cudaWorks) w->bind(dc, end);
+    if (capturing)
+      for (auto& w : cudaWorks) w->settle({});
+  }
+  if (!capturing) {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->pending.push_back(Pending{dc, end, std::move(tasks), error ? decltype(cudaWorks){} : cudaWorks});
+    impl_->startWatchdog();
+    impl_->cv.notify_one();
+  }
+  if (error) fail(error);
+}
+
+void GpuPath::split(GpuPath* child, int color, int key) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  for (auto& [device, dc] : impl_->comms) {
+    const std::string commName =
+        (child != nullptr ? child->impl_->name : impl_->name + ":split") + ":cuda:" + std::to_string(device);
+    ccConfig_t c = impl_->config(device, commName);
+    ccComm_t made = nullptr;
+    c10::cuda::CUDAGuard guard(device);
+    ccResult_t res = ccCommSplit(dc->comm, color, key, &made, &c);
+    if (res != ccSuccess)
+      C10_THROW_ERROR(DistBackendError, c10::str("collcomm: splitting the GPU communicator of group '", impl_->name,
+                                                 "' on cuda:", static_cast<int>(device),
+                                                 " failed: ", ccGetErrorString(res), ": ", ccGetLastError(dc->comm)));
+    if (child != nullptr && made != nullptr) {
+      std::lock_guard<std::mutex> childLock(child->impl_->mutex);
+      child->impl_->adopt(device, made, commName);
+    }
+  }
+}
+
+void GpuPath::abort() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->aborted = true;
+  // Revoke may run while a launch is inside a call of that communicator: it is made for that.
+  for (auto& [device, dc] : impl_->comms) (void)ccCommRevoke(dc->comm, CC_REVOKE_DEFAULT);
+}
+
+void GpuPath::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (impl_->stopping) return;
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_one();
+  // Every kernel ends by its deadline (or at once when revoked), so these waits end too.
+  std::map<c10::DeviceIndex, std::shared_ptr<DeviceComm>> comms;
+  bool aborted;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    comms = impl_->comms;
+    aborted = impl_->aborted;
+  }
+  for (auto& [device, dc] : comms) dc->stream.synchronize();
+  if (impl_->watchdog.joinable()) impl_->watchdog.join();
+  for (auto& [device, dc] : comms) {
+    // A communicator that failed or was revoked cannot finalize in step with peers that are gone.
+    if (aborted || !dc->failure().empty()) {
+      (void)ccCommAbort(dc->comm);
+    } else {
+      (void)ccCommDestroy(dc->comm);
+    }
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->comms.clear();
+}
+
+}  // namespace collcomm_torch
