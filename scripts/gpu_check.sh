@@ -240,6 +240,7 @@ start_mps() {
   export CUDA_MPS_PIPE_DIRECTORY="$mps_dir/pipe" CUDA_MPS_LOG_DIRECTORY="$mps_dir/log"
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if ! nvidia-cuda-mps-control -d >>"$1" 2>&1; then
+    cp -r "$CUDA_MPS_LOG_DIRECTORY" "$LOG_DIR/mps-daemon-log" 2>/dev/null  # why it did not start
     unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
     return 1
   fi
@@ -296,7 +297,8 @@ fi
 # ---- 2b. The PyTorch backend on CUDA tensors (python/tests/test_cuda.py: every op bit for bit,
 # streams and futures, DDP, a dead peer), one rank alone and two processes sharing the GPU under an
 # MPS daemon. collcomm_torch is built here, over this build's library, for this machine's python3
-# and torch (a module built elsewhere would be for another Python): about 40 s of CPU.
+# and torch (a module built elsewhere would be for another Python): about 40 s of CPU. It comes after
+# the long sections' share of DEADLINE: run it alone (STEPS=torch) to give it its full 180 s.
 TORCH_SUMMARY="not run"
 if want torch; then
 step "PyTorch backend on CUDA tensors"
@@ -308,8 +310,14 @@ if ! python3 -c "import torch, pytest" >/dev/null 2>&1; then
 elif [ ! -f "$pyinc/Python.h" ]; then
   TORCH_SUMMARY="skipped: python3 has no Python.h (looked in $pyinc), so collcomm_torch cannot be built here"
 elif ! { COLLCOMM_PREBUILT_DIR="$BUILD_DIR" cmake -S python -B "$torch_build" -G Ninja \
-  -DPython3_EXECUTABLE="$(command -v python3)" && ninja -C "$torch_build" -j"$JOBS"; } >"$LOG_DIR/torch.log" 2>&1; then
+  -DPython3_EXECUTABLE="$(command -v python3)" && timeout 240 ninja -C "$torch_build" -j"$JOBS"; } \
+  >"$LOG_DIR/torch.log" 2>&1; then
   TORCH_SUMMARY="collcomm_torch did not build (log: torch.log)"
+  failed "PyTorch backend: $TORCH_SUMMARY"
+elif ! (cd "$torch_build" && python3 -c "import torch, _C, sys; sys.exit(0 if _C.has_cuda() else 1)") \
+  >>"$LOG_DIR/torch.log" 2>&1; then
+  # Built without CUDA (no toolkit headers here, or another CUDA than torch's): every test would skip.
+  TORCH_SUMMARY="collcomm_torch was built without CUDA here (log: torch.log, its cmake lines say why)"
   failed "PyTorch backend: $TORCH_SUMMARY"
 else
   rm -rf "$torch_pkg" && mkdir -p "$torch_pkg/collcomm_torch"

@@ -28,9 +28,13 @@ def register():
         return
     if BACKEND_NAME in dist.Backend.backend_list:
         return
-    from . import _C
-
     # One backend object serves both device types: CPU tensors on a host communicator, CUDA tensors
-    # on a GPU communicator per device (made at its first operation).
-    devices = ["cpu", "cuda"] if _C.has_cuda() else ["cpu"]
+    # on a GPU communicator per device (made at its first operation). This runs while torch is being
+    # imported: a module that cannot load must not stop that import (making a group says why).
+    try:
+        from . import _C
+
+        devices = ["cpu", "cuda"] if _C.has_cuda() else ["cpu"]
+    except Exception:  # noqa: BLE001
+        devices = ["cpu"]
     dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True, devices=devices)

@@ -41,10 +41,11 @@ struct DeviceComm {
   DeviceComm(ccComm_t c, c10::cuda::CUDAStream s, std::string n) : comm(c), stream(s), name(std::move(n)) {}
 
   // The communicator's failure as collcomm reports it (a kernel that timed out or lost its peer),
-  // remembered once seen; empty while it is healthy.
+  // remembered once seen; empty while it is healthy (or once destroyed without one: a Work may
+  // outlive its group).
   std::string failure() {
     std::lock_guard<std::mutex> lock(callMutex);
-    if (!failed.load()) {
+    if (!failed.load() && comm != nullptr) {
       ccResult_t state = ccSuccess;
       if (ccCommGetAsyncError(comm, &state) != ccSuccess || state == ccSuccess || state == ccInProgress) return {};
       const char* detail = ccGetLastError(comm);
@@ -69,6 +70,7 @@ class CudaWork : public c10d::Work {
 
   // Called once, on the caller's thread, after the operation was enqueued on `dc`'s stream.
   void bind(std::shared_ptr<DeviceComm> dc, std::shared_ptr<c10::cuda::CUDAEvent> end) {
+    std::lock_guard<std::mutex> lock(mutex_);
     dc_ = std::move(dc);
     end_ = std::move(end);
     // Marked on the group's stream: a consumer of the future waits for that stream, as
@@ -87,11 +89,15 @@ class CudaWork : public c10d::Work {
         error = std::current_exception();
       }
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (completed_) return;
-    completed_ = true;
-    exception_ = error;
-    cv_.notify_all();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (completed_) return;
+      completed_ = true;
+      exception_ = error;
+      cv_.notify_all();
+    }
+    // A launch that failed before it was enqueued never marked the future: its waiters get the error.
+    if (error && !future_->completed()) future_->setError(error);
   }
 
   bool isCompleted() override {
@@ -115,10 +121,22 @@ class CudaWork : public c10d::Work {
   }
 
   void synchronize() override {
-    if (end_) end_->block(c10::cuda::getCurrentCUDAStream(device_.index()));
+    std::shared_ptr<DeviceComm> dc;
+    std::shared_ptr<c10::cuda::CUDAEvent> end;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (exception_) std::rethrow_exception(exception_);
+      // An operation of an open coalescing block runs at endCoalescing, not before.
+      TORCH_CHECK(end_ || completed_, "collcomm ", what_, " on ", device_,
+                  ": waited for before it was launched (an operation inside a coalescing block runs when the block "
+                  "ends; wait for the block's Work)");
+      dc = dc_;
+      end = end_;
+    }
+    if (end) end->block(c10::cuda::getCurrentCUDAStream(device_.index()));
     // A failure already seen is said now rather than at the next call.
-    if (dc_) {
-      const std::string failure = dc_->failure();
+    if (dc) {
+      const std::string failure = dc->failure();
       if (!failure.empty()) settle(failure);
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -141,9 +159,22 @@ class CudaWork : public c10d::Work {
 struct Pending {
   std::shared_ptr<DeviceComm> dc;
   std::shared_ptr<c10::cuda::CUDAEvent> end;
-  std::vector<Task> tasks;  // holds every tensor the launch uses
+  // Holds every tensor the launch uses, until its stream has run it.
+  std::vector<Task> tasks;
+  // Emptied once settled.
   std::vector<c10::intrusive_ptr<CudaWork>> works;
 };
+
+// The text of an exception, for a Work's sentence.
+std::string messageOf(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an unknown error";
+  }
+}
 
 const char* opName(c10d::OpType type) {
   switch (type) {
@@ -262,11 +293,24 @@ struct GpuPath::Impl {
         c10::cuda::CUDAStreamCaptureModeGuard relaxed(cudaStreamCaptureModeRelaxed);
         for (auto it = pending.begin(); it != pending.end();) {
           // A launch that ran while its communicator failed is counted failed: the failure may be
-          // its own kernel's (a launch that ran before the previous poll was settled by it).
-          const bool ran = it->end->query();
-          const std::string failure = it->dc->failure();
+          // its own kernel's (a launch that ran before the previous poll was settled by it). Its
+          // Works fail at once; its tensors are kept until the stream has passed it (the kernels
+          // end at the deadline, or at once when revoked), as what is queued behind a failed
+          // kernel still runs.
+          bool ran;
+          std::string failure;
+          try {
+            ran = it->end->query();
+            failure = it->dc->failure();
+          } catch (...) {
+            ran = true;  // a CUDA error: the stream will run nothing more
+            failure = "CUDA failed while the watchdog looked at the operation: " + messageOf(std::current_exception());
+          }
           if (ran || !failure.empty()) {
             for (auto& w : it->works) w->settle(failure);
+            it->works.clear();
+          }
+          if (ran) {
             settled.push_back(std::move(*it));
             it = pending.erase(it);
           } else {
@@ -318,18 +362,13 @@ void GpuPath::launch(at::Device device, std::vector<Task> tasks, bool grouped, c
   for (const auto& w : works) cudaWorks.push_back(c10::static_intrusive_pointer_cast<CudaWork>(w));
   // Every way out settles the Works (a Work never settled would say it succeeded at wait()).
   auto fail = [&](const std::exception_ptr& error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      for (auto& w : cudaWorks) w->settle(e.what());
-    } catch (...) {
-      for (auto& w : cudaWorks) w->settle("an unknown error");
-    }
+    for (auto& w : cudaWorks) w->settle(messageOf(error));
     std::rethrow_exception(error);
   };
   std::shared_ptr<DeviceComm> dc;
   std::shared_ptr<c10::cuda::CUDAEvent> end;
   std::exception_ptr error;
+  bool capturing = false;
   try {
     {
       std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -342,8 +381,12 @@ void GpuPath::launch(at::Device device, std::vector<Task> tasks, bool grouped, c
                                                  device, " failed earlier: ", failure));
     c10::cuda::CUDAGuard deviceGuard(device);
     // The group's stream starts where the caller's stream is now, so it sees what the caller wrote.
+    const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(device.index());
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    C10_CUDA_CHECK(cudaStreamIsCapturing(caller.stream(), &capture));
+    capturing = capture != cudaStreamCaptureStatusNone;
     c10::cuda::CUDAEvent ready;
-    ready.record(c10::cuda::getCurrentCUDAStream(device.index()));
+    ready.record(caller);
     ready.block(dc->stream);
     end = std::make_shared<c10::cuda::CUDAEvent>();
     c10::cuda::CUDAStreamGuard streamGuard(dc->stream);
@@ -360,7 +403,6 @@ void GpuPath::launch(at::Device device, std::vector<Task> tasks, bool grouped, c
   }
   // A graph being captured runs the launch at each replay, not now: nothing to watch, and the
   // tensors belong to the graph's owner, as with NCCL.
-  const bool capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
   if (!error) {
     for (auto& w : cudaWorks) w->bind(dc, end);
     if (capturing)
@@ -403,32 +445,40 @@ void GpuPath::abort() {
 }
 
 void GpuPath::shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    if (impl_->stopping) return;
-    impl_->stopping = true;
-  }
-  impl_->cv.notify_one();
-  // Every kernel ends by its deadline (or at once when revoked), so these waits end too.
   std::map<c10::DeviceIndex, std::shared_ptr<DeviceComm>> comms;
   bool aborted;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    comms = impl_->comms;
+    if (impl_->stopping) return;
+    impl_->stopping = true;
+    // Taken out under the lock: an abort() from now on finds none to revoke.
+    comms.swap(impl_->comms);
     aborted = impl_->aborted;
   }
-  for (auto& [device, dc] : comms) dc->stream.synchronize();
+  impl_->cv.notify_one();
+  // Every kernel ends by its deadline (or at once when revoked), so these waits end too. A CUDA
+  // error here is reported after the rest is torn down.
+  std::exception_ptr error;
+  for (auto& [device, dc] : comms) {
+    try {
+      dc->stream.synchronize();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
   if (impl_->watchdog.joinable()) impl_->watchdog.join();
   for (auto& [device, dc] : comms) {
     // A communicator that failed or was revoked cannot finalize in step with peers that are gone.
-    if (aborted || !dc->failure().empty()) {
+    const bool broken = aborted || error || !dc->failure().empty();
+    std::lock_guard<std::mutex> calls(dc->callMutex);
+    if (broken) {
       (void)ccCommAbort(dc->comm);
     } else {
       (void)ccCommDestroy(dc->comm);
     }
+    dc->comm = nullptr;  // Works that outlive the group ask failure(), which then asks nothing
   }
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->comms.clear();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace collcomm_torch

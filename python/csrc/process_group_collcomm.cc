@@ -87,6 +87,11 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::split(const c10::intrusi
                                                               const std::vector<int>& ranks,
                                                               const c10::intrusive_ptr<Options>& opts) {
   TORCH_CHECK(!coalescing_, "collcomm: split_group inside a coalescing block; end the block first");
+  // torch asks the backend of each device type it is registered for, and this one serves both
+  // "cpu" and "cuda": the second call for the same subgroup gets the first one's.
+  const std::string splitName = opts && !opts->group_name.empty() ? opts->group_name : "";
+  if (lastSplit_ && lastSplit_->ranks == ranks && !splitName.empty() && lastSplit_->name == splitName)
+    return lastSplit_->backend;
   TORCH_CHECK(!ranks.empty(), "collcomm: split_group needs at least one rank");
   for (size_t i = 0; i < ranks.size(); ++i) {
     TORCH_CHECK(ranks[i] >= 0 && ranks[i] < getSize(), "collcomm: split_group rank ", ranks[i],
@@ -118,6 +123,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::split(const c10::intrusi
                                                     name);
   }
   gpu_->split(sub ? sub->gpu_.get() : nullptr, color, key);
+  lastSplit_ = LastSplit{splitName, ranks, sub};
   return sub;
 }
 
@@ -149,7 +155,13 @@ void ProcessGroupCollcomm::shutdown() {
   if (shutDown_) return;
   shutDown_ = true;
   if (worker_) worker_->stop();  // after abort(), the call in flight ends within milliseconds
-  if (gpu_) gpu_->shutdown();
+  // The host communicator is freed even when the GPU side's teardown met a CUDA error, said after.
+  std::exception_ptr gpuError;
+  try {
+    if (gpu_) gpu_->shutdown();
+  } catch (...) {
+    gpuError = std::current_exception();
+  }
   std::lock_guard<std::mutex> commLock(commMutex_);
   if (comm_ != nullptr) {
     // A communicator that failed or was revoked cannot finalize in step with peers that are gone:
@@ -161,6 +173,7 @@ void ProcessGroupCollcomm::shutdown() {
     }
   }
   comm_ = nullptr;
+  if (gpuError) std::rethrow_exception(gpuError);
 }
 
 void ProcessGroupCollcomm::abort() {
@@ -176,7 +189,8 @@ void ProcessGroupCollcomm::abort() {
 
 void ProcessGroupCollcomm::check(const Target& on, ccResult_t result, const char* what) {
   if (result == ccSuccess) return;
-  failed_.store(true);
+  // The host communicator's own failure decides how it is closed (a GPU one's: gpu_path.h).
+  if (on.comm == comm_) failed_.store(true);
   // An aborted group's communicator is revoked, not freed, until shutdown: its sentence is readable.
   if (aborted_.load())
     C10_THROW_ERROR(DistBackendError, c10::str("collcomm ", what, " on rank ", getRank(), " of group '", name_,

@@ -152,6 +152,13 @@ class ProcessGroupCollcomm : public c10d::Backend {
   std::optional<at::Device> coalescedDevice_;
   std::vector<Task> coalescedTasks_;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalescedWorks_;
+  // The subgroup the last split made, for torch's second call of the same split (split()).
+  struct LastSplit {
+    std::string name;
+    std::vector<int> ranks;
+    c10::intrusive_ptr<c10d::Backend> backend;
+  };
+  std::optional<LastSplit> lastSplit_;
   std::unique_ptr<GpuPath> gpu_;
   std::unique_ptr<Worker> worker_;  // last: its thread stops before the members it uses go
 };

@@ -1,5 +1,8 @@
 // ProcessGroupCollcomm's operations: each checks its arguments on the caller's thread, then queues
-// a Task that the group's worker runs (process_group_collcomm.cc).
+// a Task that the group's worker runs (process_group_collcomm.cc), or the caller's thread on a
+// GPU's stream (gpu_path.h). Every tensor a collcomm call reads or writes is held by the Task (the
+// shared_ptrs its lambdas capture), never by a local of `issue`: in a coalesced batch the calls run
+// at the batch's ccGroupEnd, after `issue` has returned.
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
@@ -251,24 +254,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::scatter(std::vector<at::Ten
   std::vector<at::Tensor> ins = rootList(inputs, outputs[0], rank, root, size, "scatter", "input");
   at::Tensor output = outputs[0];
   auto out = std::make_shared<at::Tensor>();
+  auto dins = std::make_shared<std::vector<at::Tensor>>();  // held by the Task (see the top of this file)
   return enqueue(c10d::OpType::SCATTER, output.device(), outputs,
-                 Task{[this, output, ins, out, rank, size, root](const Target& on) {
+                 Task{[this, output, ins, out, dins, rank, size, root](const Target& on) {
                         *out = denseOut(output);
                         if (rank != root) {
                           check(on, ccRecv(out->data_ptr(), bytesOf(*out), ccUint8, root, on.comm, on.stream),
                                 "scatter (recv)");
                           return;
                         }
-                        std::vector<at::Tensor> dins;
-                        for (auto& i : ins) dins.push_back(dense(i));
+                        for (auto& i : ins) dins->push_back(dense(i));
                         GroupScope group;
                         for (int p = 0; p < size; ++p) {
                           if (p != rank)
-                            check(on, ccSend(dins[p].data_ptr(), bytesOf(dins[p]), ccUint8, p, on.comm, on.stream),
+                            check(on,
+                                  ccSend((*dins)[p].data_ptr(), bytesOf((*dins)[p]), ccUint8, p, on.comm, on.stream),
                                   "scatter (send)");
                         }
                         check(on, group.end(), "scatter");
-                        out->copy_(dins[rank].view_as(*out));
+                        out->copy_((*dins)[rank].view_as(*out));
                       },
                       [output, out] { writeBack(output, *out); }});
 }
@@ -339,13 +343,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::reduce_scatter(std::vector<
   c10d::ReduceOp op = opts.reduceOp;
   auto out = std::make_shared<at::Tensor>();
   auto reduction = std::make_shared<std::shared_ptr<Reduction>>();
+  auto dins = std::make_shared<std::vector<at::Tensor>>();  // held by the Task (see the top of this file)
   if (sameShapes(ins, output)) {
     // Equal sizes: the list laid end to end is ccReduceScatter's input.
     return enqueue(c10d::OpType::REDUCE_SCATTER, output.device(), outputs,
-                   Task{[this, output, ins, op, out, reduction](const Target& on) {
+                   Task{[this, output, ins, op, out, reduction, dins](const Target& on) {
                           std::vector<at::Tensor> flat;
                           for (auto& i : ins) flat.push_back(i.reshape({-1}));
-                          at::Tensor in = at::cat(flat);
+                          const at::Tensor& in = dins->emplace_back(at::cat(flat));
                           *out = denseOut(output);
                           *reduction = makeReduction(on.comm, output, op);
                           check(on,
@@ -360,11 +365,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::reduce_scatter(std::vector<
   }
   // Uneven sizes: one ccReduce per rank, of that rank's part, to that rank.
   return enqueue(c10d::OpType::REDUCE_SCATTER, output.device(), outputs,
-                 Task{[this, output, ins, op, out, reduction, rank, size](const Target& on) {
+                 Task{[this, output, ins, op, out, reduction, dins, rank, size](const Target& on) {
                         *out = denseOut(output);
                         *reduction = makeReduction(on.comm, output, op);
                         for (int p = 0; p < size; ++p) {
-                          at::Tensor in = dense(ins[p]);
+                          const at::Tensor in = dins->emplace_back(dense(ins[p]));
                           void* recv = p == rank ? out->data_ptr() : in.data_ptr();
                           check(on,
                                 ccReduce(in.data_ptr(), recv, in.numel(), (*reduction)->type, (*reduction)->op, p,
@@ -480,9 +485,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::alltoall(std::vector<at::Te
   std::vector<at::Tensor> ins = inputs;
   std::vector<at::Tensor> outs = outputs;
   auto bufs = std::make_shared<std::vector<at::Tensor>>();
+  auto kept = std::make_shared<std::vector<at::Tensor>>();  // held by the Task (see the top of this file)
   return enqueue(c10d::OpType::ALLTOALL, device, outputs,
-                 Task{[this, ins, outs, bufs, rank, size](const Target& on) {
-                        std::vector<at::Tensor> dins;
+                 Task{[this, ins, outs, bufs, kept, rank, size](const Target& on) {
+                        std::vector<at::Tensor>& dins = *kept;
                         for (auto& i : ins) dins.push_back(dense(i));
                         for (auto& o : outs) bufs->push_back(denseOut(o));
                         GroupScope group;

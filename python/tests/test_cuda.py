@@ -99,6 +99,7 @@ def check_collectives(rank, world, device):
         assert_same(t.cpu(), (reference(world, N, torch.float64, "sum") * 2).to(dtype), f"premul_sum {dtype}")
         # A factor in device memory, written by the stream just before: the kernel reads it when it runs.
         factor = torch.zeros((), dtype=dtype, device=device)
+        torch.cuda._sleep(20_000_000)  # the fill lands late: the collective must wait for it
         factor.fill_(4.0)
         t = on(device, craft(rank, N, dtype))
         dist.all_reduce(t, op=dist._make_nccl_premul_sum(factor))
