@@ -109,6 +109,10 @@ class CudaWork : public c10d::Work {
   // host also waits for the watchdog's verdict, at most that long.
   bool wait(std::chrono::milliseconds timeout) override {
     synchronize();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!end_ && !completed_) return true;  // in an open coalescing block (synchronize())
+    }
     if (timeout != kNoTimeout) {
       std::unique_lock<std::mutex> lock(mutex_);
       if (!cv_.wait_for(lock, timeout, [this] { return completed_; }))
@@ -126,10 +130,9 @@ class CudaWork : public c10d::Work {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (exception_) std::rethrow_exception(exception_);
-      // An operation of an open coalescing block runs at endCoalescing, not before.
-      TORCH_CHECK(end_ || completed_, "collcomm ", what_, " on ", device_,
-                  ": waited for before it was launched (an operation inside a coalescing block runs when the block "
-                  "ends; wait for the block's Work)");
+      // An operation of an open coalescing block runs when the block ends: until then there is
+      // nothing to wait for, as with ProcessGroupNCCL (the block's own Work is the one to wait for).
+      if (!end_ && !completed_) return;
       dc = dc_;
       end = end_;
     }

@@ -34,10 +34,16 @@ constexpr const char* kUniqueIdKey = "collcomm_unique_id";
 
 // ---- Work
 
-CollcommWork::CollcommWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+CollcommWork::CollcommWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, bool inOpenBlock)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
+      inOpenBlock_(inOpenBlock) {}
+
+bool CollcommWork::wait(std::chrono::milliseconds timeout) {
+  if (inOpenBlock_.load()) return true;
+  return c10d::Work::wait(timeout);
+}
 
 void CollcommWork::complete(const std::exception_ptr& error) {
   finish(error);
@@ -212,8 +218,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::enqueue(c10d::OpType type, 
                 *coalescedDevice_, " and this operation is on ", device);
   }
   c10::intrusive_ptr<c10d::Work> work =
-      device.is_cpu() ? c10::intrusive_ptr<c10d::Work>(c10::make_intrusive<CollcommWork>(getRank(), type, outputs))
-                      : gpu_->newWork(device, type, outputs);
+      device.is_cpu()
+          ? c10::intrusive_ptr<c10d::Work>(c10::make_intrusive<CollcommWork>(getRank(), type, outputs, coalescing_))
+          : gpu_->newWork(device, type, outputs);
   sequence_++;
   if (coalescing_) {
     coalescedTasks_.push_back(std::move(task));
@@ -279,6 +286,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::endCoalescing() {
     return batch;
   }
   auto batch = c10::make_intrusive<CollcommWork>(getRank(), c10d::OpType::COALESCED, std::vector<at::Tensor>{});
+  for (auto& w : works)
+    if (auto* cpuWork = dynamic_cast<CollcommWork*>(w.get())) cpuWork->blockEnded();
   worker_->post([this, batch, tasks = std::move(tasks), works = std::move(works)]() mutable {
     std::exception_ptr error;
     try {

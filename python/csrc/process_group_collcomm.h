@@ -31,15 +31,22 @@ namespace collcomm_torch {
 // with the tensors the operation wrote as its future's value, or the exception that failed it.
 class CollcommWork : public c10d::Work {
  public:
-  CollcommWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  // inOpenBlock: made inside a coalescing block, whose operations run when it ends.
+  CollcommWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, bool inOpenBlock = false);
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   std::vector<at::Tensor> result() override { return outputs_; }
+  // Inside the open block it returns at once, as ProcessGroupNCCL's does there (torch's
+  // synchronous calls wait on each operation's Work; the block's own Work is the one to wait for).
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  // The block ended: wait() waits for the operation from now on.
+  void blockEnded() { inOpenBlock_.store(false); }
   // Called once, on the worker: marks the Work done (waking wait()) and settles the future.
   void complete(const std::exception_ptr& error);
 
  private:
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::atomic<bool> inOpenBlock_;
 };
 
 class ProcessGroupCollcomm : public c10d::Backend {

@@ -229,6 +229,16 @@ def check_p2p_and_async(rank, world, gloo):
             dist.reduce_scatter_tensor(o, torch.cat([craft(rank, N, torch.float32, salt=i + p) for p in range(world)]))
     for i, o in enumerate(outs):
         assert_same(o, reference(world, N, torch.float32, "sum", salt=i + rank), "coalesced reduce_scatter")
+    # The list forms, whose inputs the backend lays end to end in a buffer of its own: in a batch
+    # the calls run at its end, so each buffer must outlive the operation that made it (large
+    # enough that a freed one goes back to the system: reading it then faults).
+    big = 1 << 16
+    outs = [torch.empty(big) for _ in range(3)]
+    with dist._coalescing_manager(group=pg, device=torch.device("cpu")):  # the backend's coalescing
+        for i, o in enumerate(outs):
+            dist.reduce_scatter(o, [craft(rank, big, torch.float32, salt=10 * i + p) for p in range(world)])
+    for i, o in enumerate(outs):
+        assert_same(o, reference(world, big, torch.float32, "sum", salt=10 * i + rank), "coalesced reduce_scatter list")
     # A subgroup through new_group: ranks 1.. only.
     sub = dist.new_group(ranks=list(range(1, world)), backend="collcomm")
     if rank >= 1:
