@@ -12,12 +12,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
+
+#include "comm_setup.h"
 
 namespace collcomm_torch {
 namespace {
@@ -234,14 +235,6 @@ struct GpuPath::Impl {
   bool aborted = false;
   std::thread watchdog;
 
-  ccConfig_t config(c10::DeviceIndex device, const std::string& commName) const {
-    ccConfig_t c = CC_CONFIG_INITIALIZER;
-    c.device = device;
-    c.commName = commName.c_str();
-    c.timeout = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
-    return c;
-  }
-
   std::shared_ptr<DeviceComm> adopt(c10::DeviceIndex device, ccComm_t comm, const std::string& commName) {
     auto dc = std::make_shared<DeviceComm>(comm, c10::cuda::getStreamFromPool(false, device), commName);
     comms[device] = dc;
@@ -254,21 +247,9 @@ struct GpuPath::Impl {
     if (auto it = comms.find(device); it != comms.end()) return it->second;
     TORCH_CHECK(store, "collcomm: group '", name,
                 "' has no store to make its communicator on cuda:", static_cast<int>(device), " with");
-    const std::string key = "collcomm_unique_id_cuda_" + std::to_string(made++);
-    ccUniqueId id;
-    if (rank == 0) {
-      ccResult_t res = ccGetUniqueId(&id);
-      TORCH_CHECK(res == ccSuccess, "collcomm: ccGetUniqueId failed: ", ccGetLastError(nullptr));
-      const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
-      store->set(key, std::vector<uint8_t>(bytes, bytes + sizeof(id)));
-    } else {
-      std::vector<uint8_t> bytes = store->get(key);
-      TORCH_CHECK(bytes.size() == sizeof(id), "collcomm: the unique id in the store has ", bytes.size(),
-                  " bytes, expected ", sizeof(id));
-      std::memcpy(&id, bytes.data(), sizeof(id));
-    }
+    const ccUniqueId id = exchangeUniqueId(*store, "collcomm_unique_id_cuda_" + std::to_string(made++), rank);
     const std::string commName = name + ":cuda:" + std::to_string(device);
-    ccConfig_t c = config(device, commName);
+    ccConfig_t c = commConfig(device, commName, timeout);
     ccComm_t comm = nullptr;
     c10::cuda::CUDAGuard guard(device);
     ccResult_t res = ccCommInitRankConfig(&comm, size, id, rank, &c);
@@ -425,7 +406,7 @@ void GpuPath::split(GpuPath* child, int color, int key) {
   for (auto& [device, dc] : impl_->comms) {
     const std::string commName =
         (child != nullptr ? child->impl_->name : impl_->name + ":split") + ":cuda:" + std::to_string(device);
-    ccConfig_t c = impl_->config(device, commName);
+    ccConfig_t c = commConfig(device, commName, impl_->timeout);
     ccComm_t made = nullptr;
     c10::cuda::CUDAGuard guard(device);
     ccResult_t res = ccCommSplit(dc->comm, color, key, &made, &c);

@@ -8,23 +8,13 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
+#include "comm_setup.h"
 #include "group_scope.h"
 
 namespace collcomm_torch {
 namespace {
-
-// A host communicator's settings for a group named `name`: torch's timeout in whole seconds,
-// rounded up, is collcomm's deadline for every wait. `name` must outlive the call it is used in.
-ccConfig_t hostConfig(const std::string& name, std::chrono::milliseconds timeout) {
-  ccConfig_t config = CC_CONFIG_INITIALIZER;
-  config.device = CC_DEVICE_HOST;
-  config.commName = name.c_str();
-  config.timeout = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
-  return config;
-}
 
 // The store key under which rank 0 publishes the unique id (the store is already prefixed with
 // the group's name and device by torch).
@@ -59,19 +49,8 @@ void CollcommWork::complete(const std::exception_ptr& error) {
 ProcessGroupCollcomm::ProcessGroupCollcomm(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                            std::chrono::milliseconds timeout, std::string name)
     : c10d::Backend(rank, size), timeout_(timeout), name_(std::move(name)) {
-  ccUniqueId id;
-  if (rank == 0) {
-    ccResult_t res = ccGetUniqueId(&id);
-    TORCH_CHECK(res == ccSuccess, "collcomm: ccGetUniqueId failed: ", ccGetLastError(nullptr));
-    const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
-    store->set(kUniqueIdKey, std::vector<uint8_t>(bytes, bytes + sizeof(id)));
-  } else {
-    std::vector<uint8_t> bytes = store->get(kUniqueIdKey);
-    TORCH_CHECK(bytes.size() == sizeof(id), "collcomm: the unique id in the store has ", bytes.size(),
-                " bytes, expected ", sizeof(id));
-    std::memcpy(&id, bytes.data(), sizeof(id));
-  }
-  ccConfig_t config = hostConfig(name_, timeout);
+  const ccUniqueId id = exchangeUniqueId(*store, kUniqueIdKey, rank);
+  ccConfig_t config = commConfig(CC_DEVICE_HOST, name_, timeout);
   ccResult_t res = ccCommInitRankConfig(&comm_, size, id, rank, &config);
   if (res != ccSuccess) {
     C10_THROW_ERROR(DistBackendError,
@@ -116,7 +95,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::split(const c10::intrusi
   std::vector<at::Tensor> none;
   auto work = enqueue(c10d::OpType::UNKNOWN, at::Device(at::kCPU), none,
                       Task{[this, color, key, &child, &name, timeout](const Target& on) {
-                             ccConfig_t config = hostConfig(name, timeout);
+                             ccConfig_t config = commConfig(CC_DEVICE_HOST, name, timeout);
                              check(on, ccCommSplit(on.comm, color, key, &child, &config), "split_group (ccCommSplit)");
                            },
                            {}});

@@ -305,7 +305,15 @@ struct Team {
   std::atomic<bool> failed{false};
 };
 
-class TeamPlatform {
+// The FIFO words' loads and stores of the test platforms below, as the host executor's.
+struct HostWords {
+  static uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+  static uint64_t loadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+  static void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+  static void storeRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+};
+
+class TeamPlatform : public HostWords {
  public:
   TeamPlatform(Team& team, int tid) : team_(team), tid_(tid) {}
   int tid() const { return tid_; }
@@ -319,10 +327,6 @@ class TeamPlatform {
     barrier();  // every thread has read the votes before any writes the next
     return all;
   }
-  static uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-  static uint64_t loadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-  static void storeRelease(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-  static void storeRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
   template <class Pred>
   bool waitUntil(Pred&& pred, const PeerRef&, const char*) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -335,6 +339,7 @@ class TeamPlatform {
     sched_yield();
     return std::chrono::steady_clock::now() - idleSince_ < std::chrono::seconds(20) || fail();
   }
+  static bool checksHealth(uint32_t) { return true; }  // idle checks its deadline every round
   void failStepMismatch(const PeerRef&, uint64_t, uint64_t) { fail(); }
 
  private:
@@ -426,6 +431,49 @@ TEST(P2pEngine, RunsOnBlocksOfSeveralThreadsWithTheSameResult) {
     }
   }
   EXPECT_EQ(pair.send[0].simpleStep, (bytes + kStep - 1) / kStep + (bytes + 1 + kStep - 1) / kStep);
+}
+
+// One thread that records which peer each health check of an idle round names (the platform's
+// slow path: where a departure or the deadline is found) and gives up after a dozen.
+class WatchPlatform : public HostWords {
+ public:
+  int tid() const { return 0; }
+  int nthreads() const { return 1; }
+  void barrier() {}
+  bool allAgree(bool v) { return v; }
+  template <class Pred>
+  bool waitUntil(Pred&& pred, const PeerRef&, const char*) {
+    return pred();
+  }
+  bool idle(uint32_t* iteration, const PeerRef& peer, const char*, bool (*)(void*) = nullptr, void* = nullptr) {
+    if (!checksHealth((*iteration)++)) return true;
+    named.push_back(peer.rank);
+    return named.size() < 12;
+  }
+  static bool checksHealth(uint32_t rounds) { return rounds % 5 == 4; }
+  void failStepMismatch(const PeerRef&, uint64_t, uint64_t) {}
+  std::vector<int> named;
+};
+
+// A batch waiting on three peers, none of which sends: its health checks name each peer in turn,
+// so a departure of any of them is found as soon as the first one's would be (they named only the
+// first, and the others' exits were found at the deadline).
+TEST(P2pEngine, IdleHealthChecksNameEveryAwaitedPeerInTurn) {
+  FifoBlock fifos[3] = {FifoBlock{kLayout}, FifoBlock{kLayout}, FifoBlock{kLayout}};
+  RecvConn recv[3];
+  std::vector<char> in[3];
+  std::vector<ExecTransfer> batch;
+  for (int p = 0; p < 3; ++p) {
+    bindFifo(recv[p], fifos[p].mem, kLayout);
+    recv[p].simpleStepMax = kStep;
+    recv[p].peer = PeerRef{p + 1, -1, true, false, "here", &recv[p].ctrl->senderState, &recv[p].ctrl->receiverState};
+    in[p].assign(5000, 0);
+    batch.push_back(ExecTransfer{false, p + 1, in[p].data(), in[p].size(), nullptr, &recv[p], 0});
+  }
+  WatchPlatform plat;
+  P2pEngine<WatchPlatform> engine(plat, batch.data(), batch.size(), kP2pCallTag);
+  EXPECT_FALSE(engine.run());
+  EXPECT_EQ(plat.named, (std::vector<int>{1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3}));
 }
 
 }  // namespace
