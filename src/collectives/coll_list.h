@@ -16,6 +16,8 @@
   X(Recv,          "Recv",          false)
 // clang-format on
 
+#include "common/host_device.h"
+
 namespace collcomm::detail {
 
 enum class CollKind : int {
@@ -35,7 +37,8 @@ inline const char* collName(CollKind k) {
   return "?";
 }
 
-inline bool collReduces(CollKind k) {
+// Host and device code alike (a kernel's shard picks its reduction from it, a step's call tag too).
+CC_HD constexpr bool collReduces(CollKind k) {
   switch (k) {
 #define CC_COLL_REDUCES(kind, name, reduces) \
   case CollKind::k##kind:                    \

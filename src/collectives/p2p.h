@@ -19,6 +19,8 @@
 //                                            wait failed. `ready` (null unless the batch waits on
 //                                            one connection alone) tells whether that connection
 //                                            can move: a host may sleep until its peer publishes.
+//   checksHealth(rounds) -> bool             whether idle, called with that many rounds, runs its
+//                                            slow path (the checks of `peer`: gone, exited, late)
 // Data moves with reduceCopy and no reduction (a memcpy on the host, the block's threads on a GPU).
 //
 // Tier: data path. No allocation, no syscalls (the platform's slow idle path aside).
@@ -72,7 +74,8 @@ class P2pEngine {
   // What one round found.
   struct Round {
     bool moved = false;                       // some step moved
-    const ExecTransfer* waitingOn = nullptr;  // the first active transfer not done (null: all done)
+    const ExecTransfer* waitingOn = nullptr;  // the watch-th active transfer not done, else the
+                                              // first (null: all done)
     int waiting = 0;                          // active transfers not done
   };
 
@@ -100,8 +103,8 @@ class P2pEngine {
   }
 
   // One round over the batch: every active transfer moves as many steps as can move now. Stops
-  // at the first failure (failed()).
-  CC_HD Round advance() {
+  // at the first failure (failed()). `watch` picks which waiting transfer the round names.
+  CC_HD Round advance(int watch = 0) {
     Round round;
     for (size_t i = 0; i < n_; ++i) {
       ExecTransfer& t = ops_[i];
@@ -109,7 +112,7 @@ class P2pEngine {
       round.moved |= t.isSend ? pumpSend(t) : pumpRecv(t);
       if (failed_) return round;
       if (t.done < t.bytes) {
-        if (round.waitingOn == nullptr) round.waitingOn = &t;
+        if (round.waitingOn == nullptr || round.waiting == watch) round.waitingOn = &t;
         ++round.waiting;
       }
     }
@@ -119,14 +122,20 @@ class P2pEngine {
   // Rounds until every transfer is done (true) or a wait failed (false; the platform holds why).
   CC_HD bool run() {
     uint32_t idleRounds = 0;
+    // Which waiting transfer the idle rounds name: the next one at each health check, so that the
+    // exit of any peer the batch waits on is found, not only the first's (the others would be
+    // found at the deadline).
+    int watch = 0;
     for (;;) {
-      const Round round = advance();
+      const Round round = advance(watch);
       if (failed_) return false;
       if (round.waitingOn == nullptr) return true;
       if (round.moved) {
         idleRounds = 0;
+        watch = 0;
         continue;
       }
+      if (plat_.checksHealth(idleRounds)) watch = (watch + 1) % round.waiting;
       ExecTransfer& w = *const_cast<ExecTransfer*>(round.waitingOn);
       const PeerRef& peer = w.isSend ? w.send->peer : w.recv->peer;
       // Waiting on one connection only, a long idle may sleep until that peer publishes (with more,

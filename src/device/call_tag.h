@@ -26,7 +26,7 @@ namespace collcomm::detail {
 inline constexpr uint32_t kP2pCallKind = 15;
 
 CC_HD constexpr uint32_t callTagOf(CollKind kind, ccDataType_t dtype, RedOpKind op, int root) {
-  const bool reduces = kind == CollKind::kAllReduce || kind == CollKind::kReduce || kind == CollKind::kReduceScatter;
+  const bool reduces = collReduces(kind);
   const bool rooted = kind == CollKind::kBroadcast || kind == CollKind::kReduce;
   uint32_t tag = static_cast<uint32_t>(kind) + 1;
   if (reduces) tag |= (static_cast<uint32_t>(dtype) & 0x1f) << 4 | (static_cast<uint32_t>(op) & 0x7) << 9;

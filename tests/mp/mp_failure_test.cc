@@ -97,6 +97,12 @@ void runDieJob(const char* scenario, bool strictNames, bool net = false, const c
 
 TEST(ProcessFailure, DeadRankFailsPeersFastAndAbortReturns) { runDieJob("die", false); }
 TEST(ProcessFailure, RankDyingMidAllReduceFailsPeersFast) { runDieJob("die-mid", false); }
+// A point-to-point batch waiting on a live peer first and the dead one second: rank 0 returns
+// ccRemoteError naming the dead rank well before COLLCOMM_TIMEOUT (it once named only the first
+// peer it waited on, and timed out blaming it).
+TEST(ProcessFailure, DeadRankSecondInAPointToPointBatchIsNamedFast) {
+  runDieJob("die-p2p", true, false, "", "", "", false, 20, 15.0, "remote process exited or there was a network error");
+}
 // Every survivor's sentence names the dead rank and its host, also the survivor that only saw its
 // other neighbour leave the operation (DESIGN.md section 3). Only the `die` timing is checked this
 // strictly: there the survivor between the other survivor and the dead rank reliably waits on the

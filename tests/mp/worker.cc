@@ -5,7 +5,7 @@
 //
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
 // environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
-// sweep, p2p, die, die-mid, linkdown, once, rings, bench, latency, threads, leave, hang (see the functions
+// sweep, p2p, die, die-mid, die-p2p, linkdown, once, rings, bench, latency, threads, leave, hang (see the functions
 // below), gpu and gpu-die (mp/gpu_ranks.h).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
@@ -471,7 +471,7 @@ int runP2p(ccComm_t comm, int rank, int nranks) {
   return 0;
 }
 
-// ---- die / die-mid: the last rank exits in the middle of the job ----
+// ---- die / die-mid / die-p2p: the last rank exits in the middle of the job ----
 
 // Exit status of a survivor that saw the failure, aborted promptly and whose error sentence names
 // a rank and this host, but not the dead rank (a peer that left because of it instead).
@@ -484,14 +484,34 @@ constexpr int kExitNamedAnotherRank = 3;
 // abort takes 0.03-0.11 s beside four busy loops on two cores.
 constexpr double kAbortBoundS = 1.2;
 
+// `die-p2p`'s survivors: rank 0 receives from rank 1 and then from the dead rank in one group, so
+// the batch's first waiting transfer is with a live peer; the others receive from rank 0, which
+// sends nothing, so rank 1 stays alive and waiting. Rank 0 must find the dead rank as fast as if it
+// were the first peer it waits on, not at the deadline.
+ccResult_t receiveFromTheLivingAndTheDead(ccComm_t comm, int rank, int victim, std::vector<float>& a,
+                                          std::vector<float>& b) {
+  const size_t count = size_t{1} << 20;
+  if (rank != 0) return ccRecv(a.data(), count, ccFloat32, 0, comm, nullptr);
+  ccResult_t r = ccGroupStart();
+  if (r != ccSuccess) return r;
+  (void)ccRecv(a.data(), count, ccFloat32, 1, comm, nullptr);
+  (void)ccRecv(b.data(), count, ccFloat32, victim, comm, nullptr);
+  return ccGroupEnd();
+}
+
 // `die`: the last rank exits right after one good allreduce, before the others start a large one.
 // `die-mid`: the last rank joins the large allreduce too and exits 20 ms into it (counted from when
 // its allreduce is inside the library, so a late start cannot turn it into `die`; the 20 ms are the
 // scenario's, a deliberate delay that lets the ranks start moving data before one dies).
-int runDie(ccComm_t comm, int rank, int nranks, bool midOperation) {
-  if (nranks < 2) return fail("the die scenarios need at least 2 ranks");
+// `die-p2p`: as `die`, with the survivors in point-to-point calls (receiveFromTheLivingAndTheDead).
+int runDie(ccComm_t comm, int rank, int nranks, bool midOperation, bool p2p = false) {
+  if (nranks < (p2p ? 3 : 2)) return fail("the die scenarios need at least 2 ranks (die-p2p: 3)");
   std::string f = runCase(comm, rank, nranks, {Coll::kAllReduce, ccFloat32, ccSum, 1001, false, 0});
   if (!f.empty()) return fail("the allreduce before the failure: " + f);
+  // die-p2p: point-to-point connections are made at a pair's first transfer, with both ranks'
+  // help; an AlltoAll makes every pair's while all are alive, so the receives below only wait.
+  if (p2p) f = runCase(comm, rank, nranks, {Coll::kAlltoAll, ccFloat32, ccSum, 64, false, 0});
+  if (!f.empty()) return fail("the alltoall before the failure: " + f);
   const int victim = nranks - 1;
   const size_t count = size_t{16} << 20;
   std::vector<float> send(count, 1.0f), recv(count, 0.0f);
@@ -514,14 +534,16 @@ int runDie(ccComm_t comm, int rank, int nranks, bool midOperation) {
   int calls = 0;
   while (calls < 3 && r == ccSuccess) {
     ++calls;
-    r = ccAllReduce(send.data(), recv.data(), count, ccFloat32, ccSum, comm, nullptr);
+    r = p2p ? receiveFromTheLivingAndTheDead(comm, rank, victim, send, recv)
+            : ccAllReduce(send.data(), recv.data(), count, ccFloat32, ccSum, comm, nullptr);
   }
   const double failS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::string msg = lastError(comm);
-  say("allreduce %d with rank %d gone returned %s after %.2f s: %s", calls, victim, ccGetErrorString(r), failS,
+  const char* what = p2p ? "receive" : "allreduce";
+  say("%s %d with rank %d gone returned %s after %.2f s: %s", what, calls, victim, ccGetErrorString(r), failS,
       msg.c_str());
   if (r != ccRemoteError && r != ccTimeout)
-    return fail(std::string("a ccAllReduce with rank ") + std::to_string(victim) + " dead returned " +
+    return fail(std::string("a ") + what + " with rank " + std::to_string(victim) + " dead returned " +
                 ccGetErrorString(r) + ", expected ccRemoteError or ccTimeout");
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
@@ -582,18 +604,20 @@ int runLinkDown(ccComm_t comm, int rank, int nranks) {
 
 int runDieEarly(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, nranks, false); }
 int runDieMid(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, nranks, true); }
+int runDieP2p(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, nranks, false, true); }
 
 int workerMain(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
-    fprintf(stderr,
-            "usage: %s --scenario=sweep|p2p|die|die-mid|linkdown|once|rings|bench|threads|leave|hang|gpu|gpu-die "
-            "--nranks=N "
-            "--rank=R "
-            "[--id=HEX|commid]\n"
-            "       [--watchdog=SECONDS]\n"
-            "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
-            argv[0]);
+    fprintf(
+        stderr,
+        "usage: %s --scenario=sweep|p2p|die|die-mid|die-p2p|linkdown|once|rings|bench|threads|leave|hang|gpu|gpu-die "
+        "--nranks=N "
+        "--rank=R "
+        "[--id=HEX|commid]\n"
+        "       [--watchdog=SECONDS]\n"
+        "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
+        argv[0]);
     return 2;
   }
   g_label = "rank " + std::to_string(a.rank) + " [" + a.scenario + "]";
@@ -655,6 +679,7 @@ int workerMain(int argc, char** argv) {
                                         : a.scenario == "p2p"      ? runP2p
                                         : a.scenario == "die"      ? runDieEarly
                                         : a.scenario == "die-mid"  ? runDieMid
+                                        : a.scenario == "die-p2p"  ? runDieP2p
                                         : a.scenario == "linkdown" ? runLinkDown
                                         : a.scenario == "once"     ? runOnce
                                         : a.scenario == "rings"    ? runRings
@@ -663,7 +688,7 @@ int workerMain(int argc, char** argv) {
                                                                    : nullptr;
   if (scenario == nullptr)
     return fail("unknown scenario \"" + a.scenario +
-                "\" (sweep, p2p, die, die-mid, linkdown, once, rings, bench, latency or hang)");
+                "\" (sweep, p2p, die, die-mid, die-p2p, linkdown, once, rings, bench, latency or hang)");
   if (a.scenario == "once") {
     rlimit limit{};
     getrlimit(RLIMIT_NOFILE, &limit);
@@ -676,7 +701,7 @@ int workerMain(int argc, char** argv) {
   ccResult_t r = ccCommInitRank(&comm, a.nranks, id, a.rank);
   if (r != ccSuccess) return fail(callFailed("ccCommInitRank", r, nullptr));
   const int status = scenario(comm, a.rank, a.nranks);
-  if (a.scenario == "die" || a.scenario == "die-mid" || a.scenario == "linkdown")
+  if (a.scenario == "die" || a.scenario == "die-mid" || a.scenario == "die-p2p" || a.scenario == "linkdown")
     return status;  // the communicator was aborted
   if (status != 0) {
     ccCommAbort(comm);  // the peers see this rank leave and fail fast instead of timing out

@@ -40,7 +40,7 @@ Status checkChannelLaunch(const Args& in, const char* what) {
   if (dtypeSize(in.dtype) == 0)
     return CC_ERROR(Status::kInvalidArgument, "invalid data type %d", static_cast<int>(in.dtype));
   const int op = static_cast<int>(in.op.kind);
-  if (collReducesConstexpr(in.kind) && (op < 0 || op >= kRedOpKindCount))
+  if (collReduces(in.kind) && (op < 0 || op >= kRedOpKindCount))
     return CC_ERROR(Status::kInvalidArgument, "invalid reduction kind %d", op);
   if (in.proto != Protocol::kSimple && in.proto != Protocol::kLL)
     return CC_ERROR(Status::kInvalidArgument, "invalid protocol %d", static_cast<int>(in.proto));
@@ -122,7 +122,7 @@ Status cudaLaunchCollective(const CudaCollArgs& in, struct CUstream_st* stream) 
   }
 
   CudaCollArgs args = in;
-  if (!collReducesConstexpr(in.kind)) {
+  if (!collReduces(in.kind)) {
     const size_t elemBytes = dtypeSize(args.dtype);
     lowerToBytes(&args);
     for (int m = 0; m < args.nMembers; ++m) args.members[m].op = args.op;  // bytes are copied, not combined

@@ -157,10 +157,13 @@ class CudaPlatform {
   // idle round after the last progress (the engine restarts *iteration at 0 when a step moves).
   __device__ bool idle(uint32_t* iteration, const PeerRef& peer, const char* what, bool (*)(void*) = nullptr,
                        void* = nullptr) {
-    const uint32_t i = ++*iteration;
-    if (i == 1) idleClock_ = WaitClock{};
-    return i % kPollsPerCheck != 0 || healthy(peer, what, idleClock_);
+    const bool check = checksHealth(*iteration);
+    if (++*iteration == 1) idleClock_ = WaitClock{};
+    return !check || healthy(peer, what, idleClock_);
   }
+  // Whether idle, called with *iteration == rounds, runs the slow path (the engine names the next
+  // waiting peer at each).
+  __device__ static bool checksHealth(uint32_t rounds) { return (rounds + 1) % kPollsPerCheck == 0; }
 
   // Direct's peer memory (collectives/direct.h). Ranks of one process share one unified address
   // space, and with peer access on, a peer GPU's buffer is loaded and stored through the peer's
@@ -225,7 +228,8 @@ class CudaPlatform {
   // One wait's deadline: started at its first slow-path check (started = false until then).
   struct WaitClock {
     bool started = false;
-    bool peerExitSeen = false;   // the peer's process had exited at an earlier slow-path check
+    bool peerExitSeen = false;   // a peer's process had exited at an earlier slow-path check
+    int peerExitRank = -1;       // that peer (an idle run names its waiting peers in turn)
     uint64_t peerExitSince = 0;  // globaltimer at the first
     uint64_t since = 0;  // globaltimer at that check
   };
@@ -265,11 +269,15 @@ class CudaPlatform {
       // What the peer wrote into this device before it exited is visible after this acquire: the
       // wait looks once more before it fails. Over NET its last steps may still be in this host's
       // socket buffers, which the proxy lands before it reports the close: they get a grace.
+      // A point-to-point batch names its waiting peers in turn: another peer's exit, seen while the
+      // first one seen waits for its second look, is judged at its own turn after that one's.
       const uint64_t now = globalTimerNs();
       if (!clock.peerExitSeen) {
         clock.peerExitSeen = true;
+        clock.peerExitRank = peer.rank;
         clock.peerExitSince = now;
-      } else if (!peer.proxied || now - clock.peerExitSince >= kProxiedExitGraceNs) {
+      } else if (clock.peerExitRank == peer.rank &&
+                 (!peer.proxied || now - clock.peerExitSince >= kProxiedExitGraceNs)) {
         fail(ccRemoteError, CudaFailReason::kPeerExited, peer, what);
         return false;
       }

@@ -42,7 +42,7 @@ template <int kShard, CollKind K>
 void addCollective(ShardTable& t) {
   if constexpr (std::is_same_v<typename RingAlgoOf<K>::Type, void>) {
     return;  // no ring kernel (AlltoAll, Gather, Scatter, Send, Recv)
-  } else if constexpr (collReducesConstexpr(K)) {
+  } else if constexpr (collReduces(K)) {
     forEachTypeOp<ReachableTypeOp>([&]<ccDataType_t D, RedOpKind O>() { addProtocols<kShard, K, D, O>(t); });
   } else {
     addProtocols<kShard, K, ccUint8, RedOpKind::kSum>(t);  // data moves, never combines: bytes

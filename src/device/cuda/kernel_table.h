@@ -30,17 +30,6 @@ inline constexpr int kCollKindCount = 0
 inline constexpr int kProtocolCount = 2;
 static_assert(static_cast<int>(Protocol::kSimple) == 0 && static_cast<int>(Protocol::kLL) == 1);
 
-constexpr bool collReducesConstexpr(CollKind k) {
-  switch (k) {
-#define CC_COLL_REDUCES_CX(kind, name, reduces) \
-  case CollKind::k##kind:                       \
-    return reduces;
-    CC_COLL_LIST(CC_COLL_REDUCES_CX)
-#undef CC_COLL_REDUCES_CX
-  }
-  return false;
-}
-
 inline constexpr int kCudaKernelCount = kCollKindCount * ccNumTypes * kRedOpKindCount * kProtocolCount;
 inline constexpr int kCudaKernelShards = CC_CUDA_KERNEL_SHARDS;
 

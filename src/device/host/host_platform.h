@@ -177,6 +177,7 @@ class HostPlatform {
   bool idle(uint32_t* iteration, const PeerRef& peer, const char* what, bool (*ready)(void*) = nullptr,
             void* readyArg = nullptr) {
     const uint32_t i = (*iteration)++;
+    if (i == 0) graceGiven_ = kNoGrace;  // a new idle run: the engine restarts *iteration after progress
     if (static_cast<int>(i) < ctx_.spinCount) {
       cpuRelax();
       return true;
@@ -190,16 +191,23 @@ class HostPlatform {
     } else if (!progressHere() || (i & roundsPerYield()) == roundsPerYield()) {
       sched_yield();
     }
-    // The caller's next round is the second look at a peer that left (see Recheck).
+    // The caller's next round is the second look at a peer that left (see Recheck). The engine
+    // names its waiting peers in turn: another peer seen gone while the first one seen waits for
+    // its second look is judged at its own turn after that one's.
     auto oneMoreRound = [](void* self) {
       auto* plat = static_cast<HostPlatform*>(self);
-      if (plat->graceGiven_ == plat->graceFor_) return false;
-      plat->graceGiven_ = plat->graceFor_;
-      return true;
+      if (plat->graceGiven_ == kNoGrace) {
+        plat->graceGiven_ = plat->graceFor_;
+        return true;
+      }
+      return plat->graceGiven_ != plat->graceFor_;
     };
-    graceFor_ = peer.peerState;
-    return (i & 7) != 7 || healthy(peer, what, {oneMoreRound, this});
+    graceFor_ = peer.rank;
+    return !checksHealth(i) || healthy(peer, what, {oneMoreRound, this});
   }
+  // Whether idle, called with *iteration == rounds, runs the slow path (the engine names the next
+  // waiting peer at each).
+  bool checksHealth(uint32_t rounds) const { return static_cast<int>(rounds) >= ctx_.spinCount && (rounds & 7) == 7; }
 
   // Before an operation: false (failure recorded) when the peer has already left. A waiting rank
   // notices a departure only when it has to wait; without this a rank whose peer failed the
@@ -277,9 +285,11 @@ class HostPlatform {
   Deadline::Clock::time_point deadline_{};
   // idle(): when a wait that may park parks (set as it leaves its spin phase).
   Deadline::Clock::time_point idleParkAt_{};
-  // idle(): the peer whose departure was granted one more round of the caller's polling.
-  const uint32_t* graceFor_ = nullptr;
-  const uint32_t* graceGiven_ = nullptr;
+  // idle(): the peer (rank) named now, and the one whose departure was granted one more round of
+  // the caller's polling in this idle run.
+  static constexpr int kNoGrace = -2;
+  int graceFor_ = kNoGrace;
+  int graceGiven_ = kNoGrace;
   alignas(64) unsigned char sendStaging_[kMaxLlStepPayload];
   alignas(64) unsigned char recvStaging_[kMaxLlStepPayload];
 };
