@@ -39,7 +39,10 @@ struct DeviceComm {
   std::atomic<bool> failed{false};
   std::string sentence;  // the failure, once seen (under callMutex)
 
-  DeviceComm(ccComm_t c, c10::cuda::CUDAStream s, std::string n) : comm(c), stream(s), name(std::move(n)) {}
+  int order;  // the group's how-many-th communicator: every rank splits them in this order
+
+  DeviceComm(ccComm_t c, c10::cuda::CUDAStream s, std::string n, int o)
+      : comm(c), stream(s), name(std::move(n)), order(o) {}
 
   // The communicator's failure as collcomm reports it (a kernel that timed out or lost its peer),
   // remembered once seen; empty while it is healthy (or once destroyed without one: a Work may
@@ -180,43 +183,6 @@ std::string messageOf(const std::exception_ptr& error) {
   }
 }
 
-const char* opName(c10d::OpType type) {
-  switch (type) {
-    case c10d::OpType::BROADCAST:
-      return "broadcast";
-    case c10d::OpType::ALLREDUCE:
-      return "all_reduce";
-    case c10d::OpType::ALLREDUCE_COALESCED:
-      return "all_reduce_coalesced";
-    case c10d::OpType::REDUCE:
-      return "reduce";
-    case c10d::OpType::ALLGATHER:
-      return "all_gather";
-    case c10d::OpType::_ALLGATHER_BASE:
-      return "all_gather_into_tensor";
-    case c10d::OpType::GATHER:
-      return "gather";
-    case c10d::OpType::SCATTER:
-      return "scatter";
-    case c10d::OpType::REDUCE_SCATTER:
-      return "reduce_scatter";
-    case c10d::OpType::_REDUCE_SCATTER_BASE:
-      return "reduce_scatter_tensor";
-    case c10d::OpType::ALLTOALL_BASE:
-      return "all_to_all_single";
-    case c10d::OpType::ALLTOALL:
-      return "all_to_all";
-    case c10d::OpType::SEND:
-      return "send";
-    case c10d::OpType::RECV:
-      return "recv";
-    case c10d::OpType::COALESCED:
-      return "coalesced batch";
-    default:
-      return "operation";
-  }
-}
-
 }  // namespace
 
 struct GpuPath::Impl {
@@ -226,30 +192,52 @@ struct GpuPath::Impl {
   std::chrono::milliseconds timeout;
   std::string name;
 
-  std::mutex mutex;  // guards comms, made, pending, stopping
+  // Held only for short bookkeeping, never across a collective or a wait: abort() takes it.
+  std::mutex mutex;  // guards comms, pending, stopping, aborted
   std::map<c10::DeviceIndex, std::shared_ptr<DeviceComm>> comms;
-  int made = 0;  // communicators made through the store so far: the next one's key
   std::condition_variable cv;
   std::deque<Pending> pending;
   bool stopping = false;
   bool aborted = false;
   std::thread watchdog;
+  // Serialises making and splitting communicators (collectives of the group, bounded by its
+  // timeout), and guards `made`.
+  std::mutex makeMutex;
+  int made = 0;  // communicators made so far: the next one's store key and its place in split order
 
-  std::shared_ptr<DeviceComm> adopt(c10::DeviceIndex device, ccComm_t comm, const std::string& commName) {
-    auto dc = std::make_shared<DeviceComm>(comm, c10::cuda::getStreamFromPool(false, device), commName);
-    comms[device] = dc;
-    return dc;
+  std::string commName(const std::string& group, c10::DeviceIndex device) const {
+    return group + ":cuda:" + std::to_string(device);
   }
 
-  // The communicator of `device`, made now if this is the group's first use of it (every rank at
-  // once: a collective). Holds `mutex`.
+  // Records a communicator for `device`; false when the group is shutting down (the caller frees it).
+  bool adopt(c10::DeviceIndex device, ccComm_t comm, const std::string& commName, int order) {
+    auto dc = std::make_shared<DeviceComm>(comm, c10::cuda::getStreamFromPool(false, device), commName, order);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (stopping) return false;
+    comms[device] = std::move(dc);
+    return true;
+  }
+
+  std::shared_ptr<DeviceComm> find(c10::DeviceIndex device) {
+    std::lock_guard<std::mutex> lock(mutex);
+    TORCH_CHECK(!stopping, "collcomm: the process group '", name, "' was shut down");
+    auto it = comms.find(device);
+    return it != comms.end() ? it->second : nullptr;
+  }
+
+  // The communicator of `device`, made now if this is the group's first use of it: every rank at
+  // once, a collective of the whole group (its first operation there must be one every rank
+  // makes).
   std::shared_ptr<DeviceComm> commFor(c10::DeviceIndex device) {
-    if (auto it = comms.find(device); it != comms.end()) return it->second;
+    if (auto dc = find(device)) return dc;
+    std::lock_guard<std::mutex> making(makeMutex);
+    if (auto dc = find(device)) return dc;  // made by another thread meanwhile
     TORCH_CHECK(store, "collcomm: group '", name,
                 "' has no store to make its communicator on cuda:", static_cast<int>(device), " with");
-    const ccUniqueId id = exchangeUniqueId(*store, "collcomm_unique_id_cuda_" + std::to_string(made++), rank);
-    const std::string commName = name + ":cuda:" + std::to_string(device);
-    ccConfig_t c = commConfig(device, commName, timeout);
+    const int order = made++;
+    const ccUniqueId id = exchangeUniqueId(*store, "collcomm_unique_id_cuda_" + std::to_string(order), rank);
+    const std::string cname = commName(name, device);
+    ccConfig_t c = commConfig(device, cname, timeout);
     ccComm_t comm = nullptr;
     c10::cuda::CUDAGuard guard(device);
     ccResult_t res = ccCommInitRankConfig(&comm, size, id, rank, &c);
@@ -257,7 +245,11 @@ struct GpuPath::Impl {
       C10_THROW_ERROR(DistBackendError, c10::str("collcomm: making the GPU communicator of group '", name, "' on cuda:",
                                                  static_cast<int>(device), " as rank ", rank, " of ", size,
                                                  " failed: ", ccGetErrorString(res), ": ", ccGetLastError(nullptr)));
-    return adopt(device, comm, commName);
+    if (!adopt(device, comm, cname, order)) {
+      (void)ccCommAbort(comm);
+      TORCH_CHECK(false, "collcomm: the process group '", name, "' was shut down");
+    }
+    return find(device);
   }
 
   void startWatchdog() {
@@ -265,17 +257,22 @@ struct GpuPath::Impl {
   }
 
   // Settles each launch once its stream has run it: done, or failed with its communicator's
-  // sentence. Queries events in relaxed capture mode: a thread capturing a graph in global mode
-  // (torch's default) would otherwise have its capture invalidated by them.
+  // sentence. Polls without `mutex` (a failure() may wait for a launch's calls), taking the
+  // pending launches out and putting back, ahead of newer ones, those still running. Queries
+  // events in relaxed capture mode: a thread capturing a graph in global mode (torch's default)
+  // would otherwise have its capture invalidated by them.
   void watch() {
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
       cv.wait(lock, [this] { return stopping || !pending.empty(); });
       if (pending.empty()) return;
-      std::vector<Pending> settled;
+      std::deque<Pending> polled;
+      polled.swap(pending);
+      lock.unlock();
+      std::deque<Pending> running;
       {
         c10::cuda::CUDAStreamCaptureModeGuard relaxed(cudaStreamCaptureModeRelaxed);
-        for (auto it = pending.begin(); it != pending.end();) {
+        for (Pending& p : polled) {
           // A launch that ran while its communicator failed is counted failed: the failure may be
           // its own kernel's (a launch that ran before the previous poll was settled by it). Its
           // Works fail at once; its tensors are kept until the stream has passed it (the kernels
@@ -284,28 +281,30 @@ struct GpuPath::Impl {
           bool ran;
           std::string failure;
           try {
-            ran = it->end->query();
-            failure = it->dc->failure();
+            ran = p.end->query();
+            failure = p.dc->failure();
           } catch (...) {
             ran = true;  // a CUDA error: the stream will run nothing more
             failure = "CUDA failed while the watchdog looked at the operation: " + messageOf(std::current_exception());
           }
           if (ran || !failure.empty()) {
-            for (auto& w : it->works) w->settle(failure);
-            it->works.clear();
+            for (auto& w : p.works) w->settle(failure);
+            p.works.clear();
           }
           if (ran) {
-            settled.push_back(std::move(*it));
-            it = pending.erase(it);
+            // A Task may still hold a PreMulSum op (its issue threw before finish): its
+            // ccRedOpDestroy is a call on the communicator like a launch's.
+            std::lock_guard<std::mutex> calls(p.dc->callMutex);
+            p.tasks.clear();
           } else {
-            ++it;
+            running.push_back(std::move(p));
           }
         }
       }
-      lock.unlock();
-      settled.clear();  // releases the Tasks' tensors outside the lock
+      polled.clear();
       std::this_thread::sleep_for(kWatchPeriod);
       lock.lock();
+      for (auto it = running.rbegin(); it != running.rend(); ++it) pending.push_front(std::move(*it));
     }
   }
 };
@@ -332,12 +331,11 @@ GpuPath::~GpuPath() {
 
 void GpuPath::connect(at::Device device) {
   TORCH_CHECK(device.is_cuda(), "collcomm: eager connection needs a CUDA device, got ", device);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
   (void)impl_->commFor(device.index());
 }
 
 c10::intrusive_ptr<c10d::Work> GpuPath::newWork(at::Device device, c10d::OpType type, std::vector<at::Tensor> outputs) {
-  return c10::make_intrusive<CudaWork>(impl_->rank, type, device, std::move(outputs), opName(type));
+  return c10::make_intrusive<CudaWork>(impl_->rank, type, device, std::move(outputs), c10d::opTypeToString(type));
 }
 
 void GpuPath::launch(at::Device device, std::vector<Task> tasks, bool grouped, const TaskRunner& run,
@@ -354,11 +352,7 @@ void GpuPath::launch(at::Device device, std::vector<Task> tasks, bool grouped, c
   std::exception_ptr error;
   bool capturing = false;
   try {
-    {
-      std::lock_guard<std::mutex> lock(impl_->mutex);
-      TORCH_CHECK(!impl_->stopping, "collcomm: the process group '", impl_->name, "' was shut down");
-      dc = impl_->commFor(device.index());
-    }
+    dc = impl_->commFor(device.index());
     const std::string failure = dc->failure();
     if (!failure.empty())
       C10_THROW_ERROR(DistBackendError, c10::str("collcomm: the GPU communicator of group '", impl_->name, "' on ",
@@ -402,21 +396,32 @@ void GpuPath::launch(at::Device device, std::vector<Task> tasks, bool grouped, c
 }
 
 void GpuPath::split(GpuPath* child, int color, int key) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  for (auto& [device, dc] : impl_->comms) {
-    const std::string commName =
-        (child != nullptr ? child->impl_->name : impl_->name + ":split") + ":cuda:" + std::to_string(device);
-    ccConfig_t c = commConfig(device, commName, impl_->timeout);
+  std::lock_guard<std::mutex> making(impl_->makeMutex);
+  std::vector<std::shared_ptr<DeviceComm>> parents;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    for (auto& [device, dc] : impl_->comms) parents.push_back(dc);
+  }
+  // In the order the communicators were made, which every rank shares (device indices need not).
+  std::sort(parents.begin(), parents.end(), [](const auto& a, const auto& b) { return a->order < b->order; });
+  for (const auto& dc : parents) {
+    const c10::DeviceIndex device = dc->stream.device_index();
+    const std::string cname = impl_->commName(child != nullptr ? child->impl_->name : impl_->name + ":split", device);
+    ccConfig_t c = commConfig(device, cname, impl_->timeout);
     ccComm_t made = nullptr;
     c10::cuda::CUDAGuard guard(device);
-    ccResult_t res = ccCommSplit(dc->comm, color, key, &made, &c);
+    ccResult_t res;
+    {
+      std::lock_guard<std::mutex> calls(dc->callMutex);
+      res = ccCommSplit(dc->comm, color, key, &made, &c);
+    }
     if (res != ccSuccess)
       C10_THROW_ERROR(DistBackendError, c10::str("collcomm: splitting the GPU communicator of group '", impl_->name,
                                                  "' on cuda:", static_cast<int>(device),
                                                  " failed: ", ccGetErrorString(res), ": ", ccGetLastError(dc->comm)));
     if (child != nullptr && made != nullptr) {
-      std::lock_guard<std::mutex> childLock(child->impl_->mutex);
-      child->impl_->adopt(device, made, commName);
+      std::lock_guard<std::mutex> childMaking(child->impl_->makeMutex);
+      if (!child->impl_->adopt(device, made, cname, child->impl_->made++)) (void)ccCommAbort(made);
     }
   }
 }

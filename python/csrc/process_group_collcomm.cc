@@ -72,11 +72,15 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::split(const c10::intrusi
                                                               const std::vector<int>& ranks,
                                                               const c10::intrusive_ptr<Options>& opts) {
   TORCH_CHECK(!coalescing_, "collcomm: split_group inside a coalescing block; end the block first");
-  // torch asks the backend of each device type it is registered for, and this one serves both
-  // "cpu" and "cuda": the second call for the same subgroup gets the first one's.
-  const std::string splitName = opts && !opts->group_name.empty() ? opts->group_name : "";
-  if (lastSplit_ && lastSplit_->ranks == ranks && !splitName.empty() && lastSplit_->name == splitName)
-    return lastSplit_->backend;
+  // Some torch versions ask the backend of each device type it is registered for, and this one
+  // serves both "cpu" and "cuda": their second call of one split_group (the same new store) gets
+  // the first one's subgroup, once.
+  if (lastSplit_ && lastSplit_->store == store.get() && lastSplit_->ranks == ranks) {
+    auto again = std::move(lastSplit_->backend);
+    lastSplit_.reset();
+    return again;
+  }
+  lastSplit_.reset();
   TORCH_CHECK(!ranks.empty(), "collcomm: split_group needs at least one rank");
   for (size_t i = 0; i < ranks.size(); ++i) {
     TORCH_CHECK(ranks[i] >= 0 && ranks[i] < getSize(), "collcomm: split_group rank ", ranks[i],
@@ -108,7 +112,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::split(const c10::intrusi
                                                     name);
   }
   gpu_->split(sub ? sub->gpu_.get() : nullptr, color, key);
-  lastSplit_ = LastSplit{splitName, ranks, sub};
+  lastSplit_ = LastSplit{store.get(), ranks, sub};
   return sub;
 }
 
@@ -167,8 +171,10 @@ void ProcessGroupCollcomm::abort() {
   // keeps the handle valid, so a call the worker starts in the same instant is refused rather
   // than made on freed memory; the worker fails everything still queued without calling in.
   // shutdown() frees the communicator once the worker has stopped.
-  std::lock_guard<std::mutex> lock(commMutex_);
-  if (comm_ != nullptr) (void)ccCommRevoke(comm_, CC_REVOKE_DEFAULT);
+  {
+    std::lock_guard<std::mutex> lock(commMutex_);
+    if (comm_ != nullptr) (void)ccCommRevoke(comm_, CC_REVOKE_DEFAULT);
+  }
   if (gpu_) gpu_->abort();
 }
 
@@ -191,17 +197,18 @@ void ProcessGroupCollcomm::check(const Target& on, ccResult_t result, const char
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::enqueue(c10d::OpType type, at::Device device,
                                                              std::vector<at::Tensor> outputs, Task task) {
   TORCH_CHECK(!shutDown_, "collcomm: the process group '", name_, "' was shut down");
-  if (coalescing_) {
-    if (!coalescedDevice_) coalescedDevice_ = device;
-    TORCH_CHECK(*coalescedDevice_ == device, "collcomm: a coalesced batch runs on one device; it began on ",
-                *coalescedDevice_, " and this operation is on ", device);
-  }
+  lastSplit_.reset();  // split()'s second call comes right after the first, or not at all
+  if (coalescing_)
+    TORCH_CHECK(!coalescedDevice_ || *coalescedDevice_ == device,
+                "collcomm: a coalesced batch runs on one device; it began on ", *coalescedDevice_,
+                " and this operation is on ", device);
   c10::intrusive_ptr<c10d::Work> work =
       device.is_cpu()
           ? c10::intrusive_ptr<c10d::Work>(c10::make_intrusive<CollcommWork>(getRank(), type, outputs, coalescing_))
           : gpu_->newWork(device, type, outputs);
   sequence_++;
   if (coalescing_) {
+    coalescedDevice_ = device;
     coalescedTasks_.push_back(std::move(task));
     coalescedWorks_.push_back(work);
     return work;
@@ -257,7 +264,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::endCoalescing() {
   auto works = std::move(coalescedWorks_);
   coalescedTasks_.clear();
   coalescedWorks_.clear();
-  TORCH_CHECK(!shutDown_, "collcomm: the process group '", name_, "' was shut down");
   if (!device.is_cpu()) {
     auto batch = gpu_->newWork(device, c10d::OpType::COALESCED, {});
     works.push_back(batch);
@@ -267,6 +273,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollcomm::endCoalescing() {
   auto batch = c10::make_intrusive<CollcommWork>(getRank(), c10d::OpType::COALESCED, std::vector<at::Tensor>{});
   for (auto& w : works)
     if (auto* cpuWork = dynamic_cast<CollcommWork*>(w.get())) cpuWork->blockEnded();
+  if (shutDown_) {
+    // The block's operations will never run: their Works fail rather than report success.
+    std::exception_ptr error;
+    try {
+      TORCH_CHECK(false, "collcomm: the process group '", name_, "' was shut down before the coalesced block ended");
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (auto& w : works)
+      if (auto* cpuWork = dynamic_cast<CollcommWork*>(w.get())) cpuWork->complete(error);
+    batch->complete(error);
+    std::rethrow_exception(error);
+  }
   worker_->post([this, batch, tasks = std::move(tasks), works = std::move(works)]() mutable {
     std::exception_ptr error;
     try {

@@ -161,7 +161,7 @@ class ProcessGroupCollcomm : public c10d::Backend {
   std::vector<c10::intrusive_ptr<c10d::Work>> coalescedWorks_;
   // The subgroup the last split made, for torch's second call of the same split (split()).
   struct LastSplit {
-    std::string name;
+    const c10d::Store* store;  // the new group's, made once per split_group
     std::vector<int> ranks;
     c10::intrusive_ptr<c10d::Backend> backend;
   };

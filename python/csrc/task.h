@@ -18,7 +18,9 @@ struct Target {
 // coalesced), then `finish` copies results into tensors that were not contiguous. Either may
 // throw. For CUDA tensors both run on the caller's thread with the group's stream current, so the
 // copies they make are ordered with the calls; the Task is kept until the stream has run it, so
-// every tensor its lambdas hold outlives the GPU's use of it.
+// every tensor its lambdas still hold outlives the GPU's use of it. What `finish` releases early
+// (a send's staging copy, a PreMulSum's factor) was allocated on the group's stream, where the
+// caching allocator hands it out again only in that stream's order.
 struct Task {
   std::function<void(const Target& on)> issue;
   std::function<void()> finish;

@@ -124,15 +124,14 @@ class P2pEngine {
     uint32_t idleRounds = 0;
     // Which waiting transfer the idle rounds name: the next one at each health check, so that the
     // exit of any peer the batch waits on is found, not only the first's (the others would be
-    // found at the deadline).
+    // found at the deadline). Past the last waiting one, advance names the first.
     int watch = 0;
     for (;;) {
       const Round round = advance(watch);
       if (failed_) return false;
       if (round.waitingOn == nullptr) return true;
       if (round.moved) {
-        idleRounds = 0;
-        watch = 0;
+        idleRounds = 0;  // `watch` stays: a peer that trickles data must not keep the others unwatched
         continue;
       }
       if (plat_.checksHealth(idleRounds)) watch = (watch + 1) % round.waiting;
