@@ -9,7 +9,6 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -32,29 +31,25 @@ constexpr auto kWatchPeriod = std::chrono::milliseconds(2);
 struct DeviceComm {
   ccComm_t comm = nullptr;
   c10::cuda::CUDAStream stream;
-  std::string name;
   // One collcomm call on `comm` at a time from this layer (a launch's calls, the watchdog's
   // polls): a failing call writes the sentence that ccGetLastError reads.
   std::mutex callMutex;
-  std::atomic<bool> failed{false};
   std::string sentence;  // the failure, once seen (under callMutex)
 
   int order;  // the group's how-many-th communicator: every rank splits them in this order
 
-  DeviceComm(ccComm_t c, c10::cuda::CUDAStream s, std::string n, int o)
-      : comm(c), stream(s), name(std::move(n)), order(o) {}
+  DeviceComm(ccComm_t c, c10::cuda::CUDAStream s, int o) : comm(c), stream(s), order(o) {}
 
   // The communicator's failure as collcomm reports it (a kernel that timed out or lost its peer),
   // remembered once seen; empty while it is healthy (or once destroyed without one: a Work may
   // outlive its group).
   std::string failure() {
     std::lock_guard<std::mutex> lock(callMutex);
-    if (!failed.load() && comm != nullptr) {
+    if (sentence.empty() && comm != nullptr) {
       ccResult_t state = ccSuccess;
       if (ccCommGetAsyncError(comm, &state) != ccSuccess || state == ccSuccess || state == ccInProgress) return {};
       const char* detail = ccGetLastError(comm);
       sentence = c10::str(ccGetErrorString(state), ": ", detail != nullptr ? detail : "(no detail)");
-      failed.store(true);
     }
     return sentence;
   }
@@ -74,12 +69,16 @@ class CudaWork : public c10d::Work {
 
   // Called once, on the caller's thread, after the operation was enqueued on `dc`'s stream.
   void bind(std::shared_ptr<DeviceComm> dc, std::shared_ptr<c10::cuda::CUDAEvent> end) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    dc_ = std::move(dc);
-    end_ = std::move(end);
-    // Marked on the group's stream: a consumer of the future waits for that stream, as
-    // ProcessGroupNCCL's futures make DDP's hooks do.
-    c10::cuda::CUDAStreamGuard guard(dc_->stream);
+    const c10::cuda::CUDAStream stream = dc->stream;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      dc_ = std::move(dc);
+      end_ = std::move(end);
+    }
+    // Marked on the group's stream (a consumer of the future waits for that stream, as
+    // ProcessGroupNCCL's futures make DDP's hooks do), and outside the lock: marking runs the
+    // future's callbacks, which may ask this Work.
+    c10::cuda::CUDAStreamGuard guard(stream);
     future_->markCompleted(c10::IValue(outputs_));
   }
 
@@ -210,8 +209,8 @@ struct GpuPath::Impl {
   }
 
   // Records a communicator for `device`; false when the group is shutting down (the caller frees it).
-  bool adopt(c10::DeviceIndex device, ccComm_t comm, const std::string& commName, int order) {
-    auto dc = std::make_shared<DeviceComm>(comm, c10::cuda::getStreamFromPool(false, device), commName, order);
+  bool adopt(c10::DeviceIndex device, ccComm_t comm, int order) {
+    auto dc = std::make_shared<DeviceComm>(comm, c10::cuda::getStreamFromPool(false, device), order);
     std::lock_guard<std::mutex> lock(mutex);
     if (stopping) return false;
     comms[device] = std::move(dc);
@@ -245,7 +244,7 @@ struct GpuPath::Impl {
       C10_THROW_ERROR(DistBackendError, c10::str("collcomm: making the GPU communicator of group '", name, "' on cuda:",
                                                  static_cast<int>(device), " as rank ", rank, " of ", size,
                                                  " failed: ", ccGetErrorString(res), ": ", ccGetLastError(nullptr)));
-    if (!adopt(device, comm, cname, order)) {
+    if (!adopt(device, comm, order)) {
       (void)ccCommAbort(comm);
       TORCH_CHECK(false, "collcomm: the process group '", name, "' was shut down");
     }
@@ -421,7 +420,7 @@ void GpuPath::split(GpuPath* child, int color, int key) {
                                                  " failed: ", ccGetErrorString(res), ": ", ccGetLastError(dc->comm)));
     if (child != nullptr && made != nullptr) {
       std::lock_guard<std::mutex> childMaking(child->impl_->makeMutex);
-      if (!child->impl_->adopt(device, made, cname, child->impl_->made++)) (void)ccCommAbort(made);
+      if (!child->impl_->adopt(device, made, child->impl_->made++)) (void)ccCommAbort(made);
     }
   }
 }

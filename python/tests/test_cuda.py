@@ -57,61 +57,57 @@ def run_cuda(body, world, *args, timeout_s=60):
     run_ranks(body, world, *args, timeout_s=timeout_s, entry=_cuda_entry)
 
 
-def on(device, t):
-    return t.to(device)
-
-
 def check_collectives(rank, world, device):
     ops = {"sum": dist.ReduceOp.SUM, "product": dist.ReduceOp.PRODUCT, "min": dist.ReduceOp.MIN,
            "max": dist.ReduceOp.MAX}
     for dtype in FLOATS + INTS:
         for name, op in ops.items():
-            t = on(device, craft(rank, N, dtype, product=name == "product"))
+            t = craft(rank, N, dtype, product=name == "product").to(device)
             dist.all_reduce(t, op=op)
             assert_same(t.cpu(), reference(world, N, dtype, name), f"all_reduce {name} {dtype}")
-            t = on(device, craft(rank, N, dtype, product=name == "product"))
+            t = craft(rank, N, dtype, product=name == "product").to(device)
             dist.reduce(t, dst=world - 1, op=op)
             if rank == world - 1:
                 assert_same(t.cpu(), reference(world, N, dtype, name), f"reduce {name} {dtype}")
-            inp = on(device, torch.cat([craft(rank, N, dtype, salt=p, product=name == "product")
-                                        for p in range(world)]))
+            inp = torch.cat([craft(rank, N, dtype, salt=p, product=name == "product")
+                         for p in range(world)]).to(device)
             out = torch.empty(N, dtype=dtype, device=device)
             dist.reduce_scatter_tensor(out, inp, op=op)
             assert_same(out.cpu(), reference(world, N, dtype, name, salt=rank), f"reduce_scatter_tensor {name} {dtype}")
-        t = on(device, craft(rank, N, dtype))
+        t = craft(rank, N, dtype).to(device)
         dist.broadcast(t, src=world - 1)
         assert_same(t.cpu(), craft(world - 1, N, dtype), f"broadcast {dtype}")
         out = torch.empty(world * N, dtype=dtype, device=device)
-        dist.all_gather_into_tensor(out, on(device, craft(rank, N, dtype)))
+        dist.all_gather_into_tensor(out, craft(rank, N, dtype).to(device))
         assert_same(out.cpu(), torch.cat([craft(r, N, dtype) for r in range(world)]), f"all_gather_into_tensor {dtype}")
         outs = [torch.empty(N, dtype=dtype, device=device) for _ in range(world)]
-        dist.all_gather(outs, on(device, craft(rank, N, dtype)))
+        dist.all_gather(outs, craft(rank, N, dtype).to(device))
         for r, o in enumerate(outs):
             assert_same(o.cpu(), craft(r, N, dtype), f"all_gather {dtype}")
-        inp = on(device, torch.cat([craft(rank, N, dtype, salt=p) for p in range(world)]))
+        inp = torch.cat([craft(rank, N, dtype, salt=p) for p in range(world)]).to(device)
         out = torch.empty(world * N, dtype=dtype, device=device)
         dist.all_to_all_single(out, inp)
         assert_same(out.cpu(), torch.cat([craft(p, N, dtype, salt=rank) for p in range(world)]),
                     f"all_to_all_single {dtype}")
     for dtype in FLOATS[:4]:
-        t = on(device, craft(rank, N, dtype))
+        t = craft(rank, N, dtype).to(device)
         dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))
         assert_same(t.cpu(), (reference(world, N, torch.float64, "sum") * 2).to(dtype), f"premul_sum {dtype}")
         # A factor in device memory, written by the stream just before: the kernel reads it when it runs.
         factor = torch.zeros((), dtype=dtype, device=device)
         torch.cuda._sleep(20_000_000)  # the fill lands late: the collective must wait for it
         factor.fill_(4.0)
-        t = on(device, craft(rank, N, dtype))
+        t = craft(rank, N, dtype).to(device)
         dist.all_reduce(t, op=dist._make_nccl_premul_sum(factor))
         assert_same(t.cpu(), (reference(world, N, torch.float64, "sum") * 4).to(dtype), f"premul_sum tensor {dtype}")
     # Gather and scatter (point to point underneath), uneven splits, a send/recv ring.
     outs = [torch.empty(N, device=device) for _ in range(world)] if rank == 0 else None
-    dist.gather(on(device, craft(rank, N, torch.float32)), outs, dst=0)
+    dist.gather(craft(rank, N, torch.float32).to(device), outs, dst=0)
     if rank == 0:
         for r in range(world):
             assert_same(outs[r].cpu(), craft(r, N, torch.float32), "gather")
     out = torch.empty(N, device=device)
-    ins = [on(device, craft(p, N, torch.float32, salt=1)) for p in range(world)] if rank == 0 else None
+    ins = [craft(p, N, torch.float32, salt=1).to(device) for p in range(world)] if rank == 0 else None
     dist.scatter(out, ins, src=0)
     assert_same(out.cpu(), craft(rank, N, torch.float32, salt=1), "scatter")
     send = [p + rank + 1 for p in range(world)]
@@ -137,8 +133,8 @@ def check_collectives(rank, world, device):
         assert_same(view[:, j].cpu(), reference(world, N, torch.bfloat16, "sum", salt=i), "non-contiguous")
     assert_same(base[:, 0].cpu(), craft(rank, N, torch.bfloat16, salt=0), "untouched columns")
     with dist._coalescing_manager():
-        a = on(device, craft(rank, N, torch.float32))
-        b = on(device, craft(rank, N, torch.float32, salt=1))
+        a = craft(rank, N, torch.float32).to(device)
+        b = craft(rank, N, torch.float32, salt=1).to(device)
         dist.all_reduce(a)
         dist.all_reduce(b)
     assert_same(a.cpu(), reference(world, N, torch.float32, "sum"), "coalesced a")
