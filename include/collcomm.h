@@ -141,6 +141,19 @@ ccResult_t ccCommInitAll(ccComm_t* comms, int ndev, const int* devlist);
  * (then parent rank). CC_SPLIT_NOCOLOR gives *newcomm = NULL. */
 ccResult_t ccCommSplit(ccComm_t comm, int color, int key, ccComm_t* newcomm, ccConfig_t* config);
 
+/* A new communicator of comm's ranks minus excludeRanksList (NCCL 2.27's ncclCommShrink): called by
+ * every rank not excluded, with the same list (in any order), never by an excluded rank, which may
+ * be dead. The remaining ranks keep their order and are renumbered from 0. config NULL: comm's.
+ * shrinkFlags: CC_SHRINK_DEFAULT (comm must have no operation in flight or queued; it stays usable
+ * by all its ranks) or CC_SHRINK_ABORT (first stops comm's operations in flight, on any thread,
+ * and drops its queued ones, as after a failure: comm is then revoked, see ccCommRevoke). Runs to
+ * completion (a non-blocking comm's too); inside a group, CC_SHRINK_DEFAULT runs with comm's share
+ * of the group as ccCommSplit does. Ranks that name different lists get ccInvalidUsage. */
+#define CC_SHRINK_DEFAULT 0
+#define CC_SHRINK_ABORT 1
+ccResult_t ccCommShrink(ccComm_t comm, int* excludeRanksList, int excludeRanksCount, ccComm_t* newcomm,
+                        ccConfig_t* config, int shrinkFlags);
+
 /* Flushes queued work; no operation may follow. Non-blocking: ccInProgress until
  * ccCommGetAsyncError says the work is done. */
 ccResult_t ccCommFinalize(ccComm_t comm);

@@ -111,6 +111,9 @@ static inline ncclResult_t ncclGetVersion(int* version) {
 #define ncclCommInitRank ccCommInitRank
 #define ncclCommInitAll ccCommInitAll
 #define ncclCommSplit ccCommSplit
+#define ncclCommShrink ccCommShrink
+#define NCCL_SHRINK_DEFAULT CC_SHRINK_DEFAULT
+#define NCCL_SHRINK_ABORT CC_SHRINK_ABORT
 #define ncclCommFinalize ccCommFinalize
 #define ncclCommDestroy ccCommDestroy
 #define ncclCommAbort ccCommAbort

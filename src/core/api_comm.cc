@@ -11,6 +11,7 @@
 #include "core/enqueue.h"
 #include "core/group.h"
 #include "core/init.h"
+#include "core/shrink.h"
 #include "core/split.h"
 
 using namespace collcomm::detail;
@@ -107,6 +108,24 @@ bool waitIdle(ccComm* comm, int selfHolds, std::chrono::milliseconds limit) {
   return true;
 }
 
+// ccCommRevoke's stop without its bootstrap's: operations in flight on any thread see the flag and
+// leave, queued ones are dropped, and later ones are refused; the bootstrap stays for `call` to use.
+// Fails if an operation is still inside after about a second.
+Status stopOperations(ccComm* comm, const char* call) {
+  comm->revoked.store(true);
+  comm->abortFlag.store(1);
+  if (comm->gpu()) comm->gpu()->abort();
+  if (comm->worker) {
+    comm->worker->stop();
+    if (!comm->worker->waitAll(std::chrono::milliseconds(900)))
+      return CC_ERROR(Status::kInvalidUsage, "%s: rank %d's queued work did not stop within 0.9 s", call, comm->rank);
+  }
+  if (!waitIdle(comm, 1, std::chrono::milliseconds(900)))
+    return CC_ERROR(Status::kInvalidUsage, "%s: another thread is still inside rank %d's communicator after 0.9 s",
+                    call, comm->rank);
+  return kOk;
+}
+
 // An aborted communicator whose worker has stopped: peers learn this rank left, then it is freed.
 void abortedFree(ccComm* comm) {
   comm->leaveConnections(comm->rank, kGoneAborted);
@@ -167,6 +186,40 @@ ccResult_t ccCommSplit(ccComm_t comm, int color, int key, ccComm_t* newcomm, ccC
       // comes back ready.
       s = checkNoWorkInProgress(comm, "ccCommSplit");
       if (isOk(s)) s = commSplit(comm, color, key, cfg, newcomm);
+    }
+  }
+  return scope.finish(s);
+}
+
+ccResult_t ccCommShrink(ccComm_t comm, int* excludeRanksList, int excludeRanksCount, ccComm_t* newcomm,
+                        ccConfig_t* config, int shrinkFlags) {
+  ApiScope scope(comm);
+  Status s = checkComm(comm);
+  if (isOk(s) && newcomm == nullptr) s = CC_ERROR(Status::kInvalidArgument, "ccCommShrink: newcomm is NULL");
+  if (isOk(s) && shrinkFlags != CC_SHRINK_DEFAULT && shrinkFlags != CC_SHRINK_ABORT)
+    s = CC_ERROR(Status::kInvalidArgument,
+                 "ccCommShrink: shrinkFlags %d is neither CC_SHRINK_DEFAULT (0) nor CC_SHRINK_ABORT (1)", shrinkFlags);
+  std::vector<int> excluded;
+  if (isOk(s)) s = checkExcludedRanks(comm, excludeRanksList, excludeRanksCount, &excluded);
+  CommConfig cfg;
+  if (isOk(s)) {
+    cfg = comm->config;
+    if (config != nullptr) s = resolveConfig(config, &cfg);
+  }
+  if (isOk(s) && shrinkFlags == CC_SHRINK_ABORT) {
+    if (groupDepth() > 0)
+      s = CC_ERROR(Status::kInvalidUsage,
+                   "ccCommShrink: CC_SHRINK_ABORT inside a group; call it outside ccGroupStart/ccGroupEnd");
+    else
+      s = stopOperations(comm, "ccCommShrink");
+  }
+  if (isOk(s)) {
+    if (groupDepth() > 0) {
+      *newcomm = nullptr;
+      s = groupQueueJob(comm, [=] { return commShrink(comm, excluded, cfg, newcomm); });
+    } else {
+      if (shrinkFlags == CC_SHRINK_DEFAULT) s = checkNoWorkInProgress(comm, "ccCommShrink");
+      if (isOk(s)) s = commShrink(comm, excluded, cfg, newcomm);
     }
   }
   return scope.finish(s);

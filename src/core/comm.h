@@ -166,6 +166,9 @@ struct ccComm {
   // process outnumber their CPUs (a spinning executor holds the core its proxy needs).
   int netSpinCount = 2000;
   uint64_t bootstrapTagSeq = 0;  // control messages made after init (split) take fresh tags
+  // ccCommShrink's control messages: per rank, how many shrinks this rank exchanged them with it
+  // in, so that each shrink gets fresh tags although the ranks that call differ from one to the next.
+  std::vector<uint32_t> shrinksWith;
   uint64_t secret[2] = {0, 0};   // the job's, from the unique id: NET connections present it
 
   std::atomic<uint32_t> abortFlag{0};

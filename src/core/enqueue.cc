@@ -356,7 +356,9 @@ Status enqueue(ccComm* comm, const Op& op, ccStream_t stream) {
   CC_CHECK(checkOp(comm, op, stream));
   if (comm->abortFlag.load() != 0)
     return CC_ERROR(Status::kInvalidUsage, "%s: the communicator of rank %d was %s", collName(op.kind), comm->rank,
-                    comm->revoked.load() ? "revoked (ccCommRevoke); destroy or abort it" : "aborted");
+                    comm->revoked.load()
+                        ? "revoked (ccCommRevoke, or ccCommShrink with CC_SHRINK_ABORT); destroy or abort it"
+                        : "aborted");
   if (comm->gpu()) (void)pollGpuFailure(comm);  // a kernel's failure breaks the communicator as a host one's does
   if (const int err = comm->asyncError.load(); err != ccSuccess)
     return CC_ERROR(static_cast<Status>(err),

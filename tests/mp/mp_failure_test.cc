@@ -95,7 +95,34 @@ void runDieJob(const char* scenario, bool strictNames, bool net = false, const c
   removeLibfabricShmOf(dead.pid);
 }
 
+// A die-shrink scenario over 4 ranks: `victim` exits, the survivors' allreduce fails naming it, and
+// they shrink the communicator by it (CC_SHRINK_ABORT) and run the sweep on the new one, exactly.
+void runShrinkJob(const char* scenario, int victim, bool net) {
+  const int nranks = 4;
+  std::vector<std::string> env = {"COLLCOMM_TIMEOUT=20"};
+  if (net) {
+    env.push_back("COLLCOMM_SHM_DISABLE=1");
+    env.push_back("COLLCOMM_HOSTID=");
+  }
+  WorkerJob job(scenario, nranks, env, 120);
+  ASSERT_EQ(job.run(), "");
+  for (int r = 0; r < nranks; ++r) {
+    const WorkerResult& w = job.result(r);
+    if (r == victim)
+      EXPECT_TRUE(exitedWith(w.status, 9)) << "the dying rank: " << describeStatus(w.status) << "\n" << job.allOutput();
+    else
+      EXPECT_TRUE(exitedWith(w.status, 0)) << "survivor rank " << r << ": " << describeStatus(w.status) << "\n"
+                                           << job.allOutput();
+  }
+  expectNoShmLeft(job);
+}
+
 TEST(ProcessFailure, DeadRankFailsPeersFastAndAbortReturns) { runDieJob("die", false); }
+// After a failure the survivors go on without the dead rank: ccCommShrink excluding it, made by the
+// survivors alone over the parent's bootstrap, also when the dead rank is the parent's rank 0.
+TEST(ProcessFailure, SurvivorsShrinkPastTheDeadRankAndGoOn) { runShrinkJob("die-shrink", 3, false); }
+TEST(ProcessFailure, SurvivorsShrinkPastADeadRankZero) { runShrinkJob("die-shrink-first", 0, false); }
+TEST(ProcessFailure, SurvivorsShrinkPastTheDeadRankOverNet) { runShrinkJob("die-shrink", 3, true); }
 TEST(ProcessFailure, RankDyingMidAllReduceFailsPeersFast) { runDieJob("die-mid", false); }
 // A point-to-point batch waiting on a live peer first and the dead one second: rank 0 returns
 // ccRemoteError naming the dead rank well before COLLCOMM_TIMEOUT (it once named only the first

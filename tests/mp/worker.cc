@@ -5,7 +5,8 @@
 //
 // The id is the 128-byte ccUniqueId as 256 hex digits, from --id or else the CC_MP_UNIQUE_ID
 // environment variable, or "commid": ccGetUniqueId from COLLCOMM_COMM_ID on every rank. Scenarios:
-// sweep, p2p, die, die-mid, die-p2p, linkdown, once, rings, bench, latency, threads, leave, hang (see the functions
+// sweep, p2p, die, die-mid, die-p2p, die-shrink, die-shrink-first, linkdown, once, rings, bench, latency, threads,
+// leave, hang (see the functions
 // below), gpu and gpu-die (mp/gpu_ranks.h).
 //
 // Exit status: 0 when the scenario held; 1 after printing "FAIL rank R [scenario]: why" on stderr;
@@ -568,6 +569,52 @@ int runDie(ccComm_t comm, int rank, int nranks, bool midOperation, bool p2p = fa
   return 0;
 }
 
+// ---- die-shrink / die-shrink-first: the survivors exclude the dead rank and go on ----
+
+// One rank exits after a good allreduce (die-shrink: the last; die-shrink-first: rank 0, the
+// parent's bootstrap rank 0). The survivors' next allreduce fails naming it; they then shrink the
+// communicator by it with CC_SHRINK_ABORT and run a sweep of every collective on the new one, each
+// result exact, and free both. The new communicator's ranks are the survivors in the parent's order.
+int runDieShrink(ccComm_t comm, int rank, int nranks, int victim) {
+  if (nranks < 3) return fail("the die-shrink scenarios need at least 3 ranks");
+  std::string f = runCase(comm, rank, nranks, {Coll::kAllReduce, ccFloat32, ccSum, 1001, false, 0});
+  if (!f.empty()) return fail("the allreduce before the failure: " + f);
+  if (rank == victim) {
+    say("exiting with status 9 on purpose");
+    _exit(9);
+  }
+  const size_t count = size_t{1} << 20;
+  std::vector<float> send(count, 1.0f), recv(count, 0.0f);
+  ccResult_t r = ccAllReduce(send.data(), recv.data(), count, ccFloat32, ccSum, comm, nullptr);
+  const std::string msg = lastError(comm);
+  say("allreduce with rank %d gone returned %s: %s", victim, ccGetErrorString(r), msg.c_str());
+  if (r != ccRemoteError && r != ccTimeout)
+    return fail(std::string("the allreduce with a dead rank returned ") + ccGetErrorString(r));
+  const auto t0 = std::chrono::steady_clock::now();
+  ccComm_t sub = nullptr;
+  r = ccCommShrink(comm, &victim, 1, &sub, nullptr, CC_SHRINK_ABORT);
+  const double shrinkS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (r != ccSuccess) return fail(callFailed("ccCommShrink", r, comm));
+  const int subRank = rank - (rank > victim ? 1 : 0);
+  int gotRank = -1, gotCount = 0;
+  ccCommUserRank(sub, &gotRank);
+  ccCommCount(sub, &gotCount);
+  say("ccCommShrink returned in %.3f s: rank %d of %d", shrinkS, gotRank, gotCount);
+  if (gotRank != subRank || gotCount != nranks - 1)
+    f = "the shrunk communicator made this rank " + std::to_string(gotRank) + " of " + std::to_string(gotCount);
+  if (f.empty() && runSweep(sub, subRank, nranks - 1) != 0) f = "the sweep on the shrunk communicator failed";
+  if (!f.empty()) {
+    ccCommAbort(sub);
+    ccCommAbort(comm);
+    return fail(f);
+  }
+  r = ccCommDestroy(sub);
+  if (r != ccSuccess) return fail(callFailed("ccCommDestroy of the shrunk communicator", r, nullptr));
+  r = ccCommAbort(comm);
+  if (r != ccSuccess) return fail(callFailed("ccCommAbort of the parent", r, nullptr));
+  return 0;
+}
+
 // ---- linkdown: a host's link goes down while large allreduces run ----
 
 // Every rank runs large allreduces back to back until one fails (the driver takes a host's link
@@ -605,19 +652,22 @@ int runLinkDown(ccComm_t comm, int rank, int nranks) {
 int runDieEarly(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, nranks, false); }
 int runDieMid(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, nranks, true); }
 int runDieP2p(ccComm_t comm, int rank, int nranks) { return runDie(comm, rank, nranks, false, true); }
+int runDieShrinkLast(ccComm_t comm, int rank, int nranks) { return runDieShrink(comm, rank, nranks, nranks - 1); }
+int runDieShrinkFirst(ccComm_t comm, int rank, int nranks) { return runDieShrink(comm, rank, nranks, 0); }
 
 int workerMain(int argc, char** argv) {
   Args a;
   if (!parseArgs(argc, argv, &a)) {
-    fprintf(
-        stderr,
-        "usage: %s --scenario=sweep|p2p|die|die-mid|die-p2p|linkdown|once|rings|bench|threads|leave|hang|gpu|gpu-die "
-        "--nranks=N "
-        "--rank=R "
-        "[--id=HEX|commid]\n"
-        "       [--watchdog=SECONDS]\n"
-        "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
-        argv[0]);
+    fprintf(stderr,
+            "usage: %s "
+            "--scenario=sweep|p2p|die|die-mid|die-p2p|die-shrink|die-shrink-first|linkdown|once|rings|bench|threads|"
+            "leave|hang|gpu|gpu-die "
+            "--nranks=N "
+            "--rank=R "
+            "[--id=HEX|commid]\n"
+            "       [--watchdog=SECONDS]\n"
+            "       (the id may come from CC_MP_UNIQUE_ID instead of --id)\n",
+            argv[0]);
     return 2;
   }
   g_label = "rank " + std::to_string(a.rank) + " [" + a.scenario + "]";
@@ -675,20 +725,24 @@ int workerMain(int argc, char** argv) {
       say("AllReduce, AllGather and ReduceScatter of 1 to 1M int32 on GPU ranks of %d processes exact", a.nranks);
     return 0;
   }
-  int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"      ? runSweep
-                                        : a.scenario == "p2p"      ? runP2p
-                                        : a.scenario == "die"      ? runDieEarly
-                                        : a.scenario == "die-mid"  ? runDieMid
-                                        : a.scenario == "die-p2p"  ? runDieP2p
-                                        : a.scenario == "linkdown" ? runLinkDown
-                                        : a.scenario == "once"     ? runOnce
-                                        : a.scenario == "rings"    ? runRings
-                                        : a.scenario == "bench"    ? runBench
-                                        : a.scenario == "latency"  ? runLatency
-                                                                   : nullptr;
+  int (*scenario)(ccComm_t, int, int) = a.scenario == "sweep"              ? runSweep
+                                        : a.scenario == "p2p"              ? runP2p
+                                        : a.scenario == "die"              ? runDieEarly
+                                        : a.scenario == "die-mid"          ? runDieMid
+                                        : a.scenario == "die-p2p"          ? runDieP2p
+                                        : a.scenario == "die-shrink"       ? runDieShrinkLast
+                                        : a.scenario == "die-shrink-first" ? runDieShrinkFirst
+                                        : a.scenario == "linkdown"         ? runLinkDown
+                                        : a.scenario == "once"             ? runOnce
+                                        : a.scenario == "rings"            ? runRings
+                                        : a.scenario == "bench"            ? runBench
+                                        : a.scenario == "latency"          ? runLatency
+                                                                           : nullptr;
   if (scenario == nullptr)
-    return fail("unknown scenario \"" + a.scenario +
-                "\" (sweep, p2p, die, die-mid, die-p2p, linkdown, once, rings, bench, latency or hang)");
+    return fail(
+        "unknown scenario \"" + a.scenario +
+        "\" (sweep, p2p, die, die-mid, die-p2p, die-shrink, die-shrink-first, linkdown, once, rings, bench, latency or "
+        "hang)");
   if (a.scenario == "once") {
     rlimit limit{};
     getrlimit(RLIMIT_NOFILE, &limit);
@@ -701,7 +755,8 @@ int workerMain(int argc, char** argv) {
   ccResult_t r = ccCommInitRank(&comm, a.nranks, id, a.rank);
   if (r != ccSuccess) return fail(callFailed("ccCommInitRank", r, nullptr));
   const int status = scenario(comm, a.rank, a.nranks);
-  if (a.scenario == "die" || a.scenario == "die-mid" || a.scenario == "die-p2p" || a.scenario == "linkdown")
+  if (a.scenario == "die" || a.scenario == "die-mid" || a.scenario == "die-p2p" || a.scenario == "linkdown" ||
+      a.scenario.rfind("die-shrink", 0) == 0)
     return status;  // the communicator was aborted
   if (status != 0) {
     ccCommAbort(comm);  // the peers see this rank leave and fail fast instead of timing out
