@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <utility>
 
 #include "comm_setup.h"
@@ -48,7 +49,7 @@ void CollcommWork::complete(const std::exception_ptr& error) {
 
 ProcessGroupCollcomm::ProcessGroupCollcomm(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                            std::chrono::milliseconds timeout, std::string name)
-    : c10d::Backend(rank, size), timeout_(timeout), name_(std::move(name)) {
+    : c10d::Backend(rank, size), store_(store), timeout_(timeout), name_(std::move(name)) {
   const ccUniqueId id = exchangeUniqueId(*store, kUniqueIdKey, rank);
   ccConfig_t config = commConfig(CC_DEVICE_HOST, name_, timeout);
   ccResult_t res = ccCommInitRankConfig(&comm_, size, id, rank, &config);
@@ -63,7 +64,7 @@ ProcessGroupCollcomm::ProcessGroupCollcomm(const c10::intrusive_ptr<c10d::Store>
 
 ProcessGroupCollcomm::ProcessGroupCollcomm(Adopt, ccComm_t comm, const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                            int size, std::chrono::milliseconds timeout, std::string name)
-    : c10d::Backend(rank, size), comm_(comm), timeout_(timeout), name_(std::move(name)) {
+    : c10d::Backend(rank, size), comm_(comm), store_(store), timeout_(timeout), name_(std::move(name)) {
   gpu_ = std::make_unique<GpuPath>(store, rank, size, timeout, name_);
   worker_ = std::make_unique<Worker>();
 }
@@ -114,6 +115,57 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::split(const c10::intrusi
   gpu_->split(sub ? sub->gpu_.get() : nullptr, color, key);
   lastSplit_ = LastSplit{store.get(), ranks, sub};
   return sub;
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::shrink(const std::vector<int64_t>& excluded, int flags,
+                                                               const c10::intrusive_ptr<Options>& opts) {
+  TORCH_CHECK(!coalescing_, "collcomm: shrink_group inside a coalescing block; end the block first");
+  TORCH_CHECK(flags == CC_SHRINK_DEFAULT || flags == CC_SHRINK_ABORT,
+              "collcomm: shrink_group's flags must be SHRINK_DEFAULT (0) or SHRINK_ABORT (1), not ", flags);
+  std::vector<int> ranks;
+  int below = 0;  // excluded ranks below this one: its rank in the new group is that much lower
+  for (int64_t r : excluded) {
+    TORCH_CHECK(r >= 0 && r < getSize(), "collcomm: shrink_group excludes rank ", r, ", not a rank of group '", name_,
+                "' (size ", getSize(), ")");
+    ranks.push_back(static_cast<int>(r));
+    below += r < getRank();
+  }
+  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
+  const std::string name = opts && !opts->group_name.empty() ? opts->group_name : name_ + ":shrunk";
+  ccComm_t child = nullptr;
+  auto shrinkOn = [&](ccComm_t comm) {
+    ccConfig_t config = commConfig(CC_DEVICE_HOST, name, timeout);
+    return ccCommShrink(comm, ranks.data(), static_cast<int>(ranks.size()), &child, &config, flags);
+  };
+  if (flags == CC_SHRINK_ABORT) {
+    // Here, not on the worker, which may be stuck in an operation with the dead rank: ccCommShrink
+    // stops that operation, and the worker fails what is queued without calling in (aborted_).
+    aborted_.store(true);
+    if (gpu_) gpu_->abort();
+    std::lock_guard<std::mutex> lock(commMutex_);
+    TORCH_CHECK(comm_ != nullptr, "collcomm: the process group '", name_, "' was shut down");
+    const ccResult_t res = shrinkOn(comm_);
+    if (res != ccSuccess) {
+      const char* detail = ccGetLastError(comm_);
+      C10_THROW_ERROR(DistBackendError,
+                      c10::str("collcomm shrink_group (ccCommShrink) failed on rank ", getRank(), " of group '", name_,
+                               "': ", ccGetErrorString(res), ": ", detail != nullptr ? detail : "(no detail)"));
+    }
+  } else {
+    std::vector<at::Tensor> none;
+    auto work = enqueue(
+        c10d::OpType::UNKNOWN, at::Device(at::kCPU), none,
+        Task{[this, &shrinkOn](const Target& on) { check(on, shrinkOn(on.comm), "shrink_group (ccCommShrink)"); }, {}});
+    work->wait();  // rethrows the shrink's failure
+  }
+  // Keys of the new group's own, in this group's store: every remaining rank names the same
+  // excluded ranks and has made as many shrinks by them before.
+  std::string prefix = "collcomm_shrink";
+  for (int r : ranks) prefix += "_" + std::to_string(r);
+  prefix += "#" + std::to_string(shrinks_[ranks]++) + "/";
+  auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, store_);
+  return c10::make_intrusive<ProcessGroupCollcomm>(Adopt{}, child, store, getRank() - below,
+                                                   getSize() - static_cast<int>(ranks.size()), timeout, name);
 }
 
 ProcessGroupCollcomm::~ProcessGroupCollcomm() {

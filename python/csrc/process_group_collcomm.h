@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -83,6 +84,15 @@ class ProcessGroupCollcomm : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<Options>& opts) override;
 
+  // torch's shrink_group: the ranks not in `excluded` (ranks of this group) make a group without
+  // them, by ccCommShrink of the host communicator; the excluded ones take no part (they may be
+  // dead). flags: SHRINK_DEFAULT (queued behind this group's earlier operations) or SHRINK_ABORT
+  // (stops what this group runs first, as abort() does; this group is then good only for
+  // shutdown). The new group makes its own GPU communicators at its first CUDA operation.
+  bool supportsShrinking() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& excluded, int flags,
+                                           const c10::intrusive_ptr<Options>& opts) override;
+
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
@@ -144,6 +154,7 @@ class ProcessGroupCollcomm : public c10d::Backend {
   Task reduceScatterBaseTask(const at::Tensor& output, const at::Tensor& input, const c10d::ReduceOp& op);
 
   ccComm_t comm_ = nullptr;
+  c10::intrusive_ptr<c10d::Store> store_;  // the group's; a shrunk group's GPU communicators take keys in it
   std::chrono::milliseconds timeout_;
   std::string name_;
   std::atomic<bool> aborted_{false};
@@ -166,6 +177,8 @@ class ProcessGroupCollcomm : public c10d::Backend {
     c10::intrusive_ptr<c10d::Backend> backend;
   };
   std::optional<LastSplit> lastSplit_;
+  // How many shrinks by each set of excluded ranks this group made (their new groups' store keys).
+  std::map<std::vector<int>, int> shrinks_;
   std::unique_ptr<GpuPath> gpu_;
   std::unique_ptr<Worker> worker_;  // last: its thread stops before the members it uses go
 };

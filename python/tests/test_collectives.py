@@ -298,3 +298,25 @@ def check_split_group(rank, world, gloo):
 @pytest.mark.parametrize("world", [3, 4])
 def test_split_group(world):
     run_ranks(check_split_group, world)
+
+
+def check_shrink_group(rank, world, gloo):
+    # torch's shrink_group reaches the backend's shrink (ccCommShrink): the last rank is excluded
+    # and takes no part; the others get a new default group, the remaining ranks in their order.
+    if rank == world - 1:
+        return
+    c10d = dist.distributed_c10d
+    shrunk = c10d.shrink_group([world - 1])
+    assert shrunk is c10d._get_default_group()
+    assert (dist.get_rank(), dist.get_world_size()) == (rank, world - 1)
+    t = torch.full((1001,), float(rank + 1))
+    dist.all_reduce(t)
+    assert t.tolist() == [float(sum(range(1, world)))] * 1001
+    b = torch.full((3,), float(rank))
+    dist.broadcast(b, src=world - 2)
+    assert b.tolist() == [float(world - 2)] * 3
+
+
+@pytest.mark.parametrize("world", [3, 4])
+def test_shrink_group(world):
+    run_ranks(check_shrink_group, world)

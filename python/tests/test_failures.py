@@ -64,6 +64,68 @@ def test_killed_rank_is_named():
         assert float(elapsed) < TIMEOUT_S + 5, f"rank {r} raised after {elapsed} s (timeout {TIMEOUT_S} s)"
 
 
+def _shrink_rank(rank, world, store_path, out_dir):
+    import torch
+    import torch.distributed as dist
+
+    import collcomm_torch  # noqa: F401
+
+    c10d = dist.distributed_c10d
+    store = dist.FileStore(store_path, world)
+    dist.init_process_group("collcomm", store=store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=TIMEOUT_S))
+    grad = torch.ones(1 << 16)
+    dist.all_reduce(grad)
+    if rank == SHRINK_VICTIM:
+        os.kill(os.getpid(), 9)
+    try:
+        dist.all_reduce(grad)
+        failure = "no error"
+    except Exception as e:  # noqa: BLE001  (the point is to see what surfaces)
+        failure = f"{type(e).__name__}: {e}"
+    # The survivors exclude the dead rank and go on as the new default group.
+    c10d.shrink_group([SHRINK_VICTIM], shrink_flags=c10d.SHRINK_ABORT)
+    t = torch.full((1001,), float(rank))
+    dist.all_reduce(t)
+    b = torch.full((5,), float(rank))
+    dist.broadcast(b, src=dist.get_world_size() - 1)
+    with open(os.path.join(out_dir, f"rank{rank}"), "w") as f:
+        f.write(f"{dist.get_rank()} {dist.get_world_size()} {t[0].item()} {t[-1].item()} {b.sum().item()}\n")
+        f.write(failure)
+    dist.destroy_process_group()
+
+
+SHRINK_VICTIM = 1
+
+
+def test_survivors_shrink_past_a_killed_rank():
+    world = 4
+    out_dir = tempfile.mkdtemp(prefix="collcomm_torch_shrink_")
+    store_path = os.path.join(out_dir, "store")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_shrink_rank, args=(r, world, store_path, out_dir)) for r in range(world)]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + 120
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    alive = [p for p in procs if p.is_alive()]
+    for p in alive:
+        p.kill()
+    assert not alive, "survivors still running long after the timeout (a hang)"
+    assert procs[SHRINK_VICTIM].exitcode == -9
+    survivors = [r for r in range(world) if r != SHRINK_VICTIM]
+    for r in survivors:
+        assert procs[r].exitcode == 0, f"survivor {r} exited with {procs[r].exitcode}"
+        with open(os.path.join(out_dir, f"rank{r}")) as f:
+            numbers, failure = f.read().split("\n", 1)
+        assert f"rank {SHRINK_VICTIM}" in failure, f"rank {r}'s error does not name rank {SHRINK_VICTIM}: {failure}"
+        new_rank, new_size, first, last, bsum = numbers.split()
+        assert (int(new_rank), int(new_size)) == (survivors.index(r), len(survivors))
+        assert float(first) == float(last) == float(sum(survivors))
+        assert float(bsum) == 5.0 * survivors[-1]
+
+
 def _abort_body(rank, world, gloo):
     import pytest
     import torch

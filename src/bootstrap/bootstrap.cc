@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "bootstrap/local_job.h"
@@ -49,7 +50,9 @@ class LocalBootstrap final : public Bootstrap {
   const std::string& hostName(int rank) const override { return job_->hostName(rank); }
   Status allGather(void* data, size_t bytesPerRank, Deadline deadline) override {
     CC_CHECK(checkCall(rank_, "allgather"));
-    return nranks_ == 1 ? kOk : job_->allGather(rank_, data, bytesPerRank, deadline, aborted_);
+    if (nranks_ == 1) return kOk;
+    return stoppable(
+        [&](const std::atomic<bool>& stop) { return job_->allGather(rank_, data, bytesPerRank, deadline, stop); });
   }
   Status barrier(Deadline deadline) override {
     std::vector<char> bytes(nranks_, 0);
@@ -57,18 +60,48 @@ class LocalBootstrap final : public Bootstrap {
   }
   Status send(int peer, uint64_t tag, const void* data, size_t size, Deadline deadline) override {
     CC_CHECK(checkCall(peer, "send"));
-    return job_->send(rank_, peer, tag, data, size, deadline, aborted_);
+    return stoppable(
+        [&](const std::atomic<bool>& stop) { return job_->send(rank_, peer, tag, data, size, deadline, stop); });
   }
   Status recv(int peer, uint64_t tag, void* data, size_t size, Deadline deadline) override {
     CC_CHECK(checkCall(peer, "recv"));
-    return job_->recv(rank_, peer, tag, data, size, deadline, aborted_);
+    return stoppable(
+        [&](const std::atomic<bool>& stop) { return job_->recv(rank_, peer, tag, data, size, deadline, stop); });
   }
   void abort() override {
     aborted_.store(true, std::memory_order_release);
+    interrupt();
+  }
+  void interrupt() override {
+    {
+      std::lock_guard<std::mutex> lock(callsMu_);
+      interrupted_ = true;
+      for (std::atomic<bool>* stop : calls_) stop->store(true, std::memory_order_release);
+    }
     job_->wake(rank_);
+  }
+  void resume() override {
+    std::lock_guard<std::mutex> lock(callsMu_);
+    interrupted_ = false;
   }
 
  private:
+  // Runs one call with a stop flag of its own, listed while it runs so that interrupt() can set it.
+  // A call that starts after abort(), or while interrupted, is stopped from the start.
+  template <class Call>
+  Status stoppable(Call call) {
+    std::atomic<bool> stop{false};
+    {
+      std::lock_guard<std::mutex> lock(callsMu_);
+      stop.store(interrupted_ || aborted_.load(std::memory_order_acquire), std::memory_order_relaxed);
+      calls_.push_back(&stop);
+    }
+    const Status s = call(stop);
+    std::lock_guard<std::mutex> lock(callsMu_);
+    std::erase(calls_, &stop);
+    return s;
+  }
+
   Status checkCall(int peer, const char* call) const {
     if (aborted_.load(std::memory_order_acquire))
       return CC_ERROR(Status::kRemoteError, "bootstrap: rank %d: %s after the bootstrap was aborted", rank_, call);
@@ -82,6 +115,9 @@ class LocalBootstrap final : public Bootstrap {
   int nranks_;
   std::shared_ptr<LocalJob> job_;
   std::atomic<bool> aborted_{false};
+  std::mutex callsMu_;
+  std::vector<std::atomic<bool>*> calls_;  // the stop flags of the calls running now
+  bool interrupted_ = false;               // between interrupt() and resume()
 };
 
 // ---- init

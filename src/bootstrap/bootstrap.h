@@ -80,6 +80,11 @@ class Bootstrap {
 
   // Any thread: blocked and later calls return Status::kRemoteError ("aborted") promptly.
   virtual void abort() = 0;
+  // Any thread: the calls blocked now, and those made until resume(), return Status::kRemoteError
+  // promptly; after resume() calls work as before (ccCommShrink stops an operation stuck in a setup
+  // exchange, waits for it to leave, then uses the bootstrap itself).
+  virtual void interrupt() = 0;
+  virtual void resume() = 0;
 };
 
 }  // namespace collcomm::detail

@@ -108,13 +108,15 @@ bool waitIdle(ccComm* comm, int selfHolds, std::chrono::milliseconds limit) {
   return true;
 }
 
-// ccCommRevoke's stop without its bootstrap's: operations in flight on any thread see the flag and
-// leave, queued ones are dropped, and later ones are refused; the bootstrap stays for `call` to use.
-// Fails if an operation is still inside after about a second.
+// ccCommRevoke's stop, with the bootstrap interrupted until they left instead of aborted:
+// operations in flight on any thread see the flag (or, inside a setup exchange, the interruption)
+// and leave, queued ones are dropped, later ones are refused; the bootstrap stays for `call`. Fails if an operation
+// is still inside after about a second, or the communicator's init never finished.
 Status stopOperations(ccComm* comm, const char* call) {
   comm->revoked.store(true);
   comm->abortFlag.store(1);
   if (comm->gpu()) comm->gpu()->abort();
+  comm->interruptBootstrap(true);
   if (comm->worker) {
     comm->worker->stop();
     if (!comm->worker->waitAll(std::chrono::milliseconds(900)))
@@ -123,6 +125,10 @@ Status stopOperations(ccComm* comm, const char* call) {
   if (!waitIdle(comm, 1, std::chrono::milliseconds(900)))
     return CC_ERROR(Status::kInvalidUsage, "%s: another thread is still inside rank %d's communicator after 0.9 s",
                     call, comm->rank);
+  if (!comm->bootstrap || !comm->executor)
+    return CC_ERROR(Status::kInvalidUsage, "%s: rank %d's communicator never finished its initialisation", call,
+                    comm->rank);
+  comm->interruptBootstrap(false);  // nothing else uses it now: operations are refused
   return kOk;
 }
 

@@ -20,6 +20,15 @@ bool ccComm::abortBootstrap() {
   return true;
 }
 
+void ccComm::interruptBootstrap(bool on) {
+  std::lock_guard<std::mutex> lock(bootstrapMu_);
+  if (!bootstrap) return;
+  if (on)
+    bootstrap->interrupt();
+  else
+    bootstrap->resume();
+}
+
 ConnSetup ccComm::connSetup(Deadline deadline) const {
   return ConnSetup{{secret[0], secret[1]}, deadline, &netOpsRunning};
 }

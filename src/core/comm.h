@@ -203,6 +203,9 @@ struct ccComm {
   // Any thread: makes the bootstrap's blocked and later calls return promptly. False if init has
   // not installed one yet (it is still joining the job, which cannot be interrupted from here).
   bool abortBootstrap();
+  // Any thread: the bootstrap's calls return promptly while `on` (Bootstrap::interrupt/resume:
+  // ccCommShrink's stop); false: they work again.
+  void interruptBootstrap(bool on);
 
  private:
   std::mutex bootstrapMu_;  // bootstrap's installation against abortBootstrap

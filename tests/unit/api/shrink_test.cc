@@ -7,9 +7,11 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collcomm.h"
+#include "support/op_signal.h"
 #include "support/thread_ranks.h"
 #include "support/watchdog.h"
 
@@ -92,6 +94,31 @@ TEST(Shrink, OneParentShrunkAgainByOtherRanks) {
   EXPECT_TRUE(ranks.ok()) << ranks.failures();
 }
 
+// Inside a group, CC_SHRINK_DEFAULT runs with the parent's share at ccGroupEnd, after the parent's
+// operations queued before it, as ccCommSplit does; *newcomm is written then.
+TEST(Shrink, InsideAGroupRunsAtGroupEnd) {
+  Watchdog dog(60, "shrink in a group");
+  ThreadRanks ranks(3);
+  ASSERT_EQ(ranks.initResult(), ccSuccess);
+  ranks.run([&](int rank, ccComm_t comm) {
+    if (rank == 0) return;
+    int excluded = 0;
+    int v = rank;
+    ccComm_t sub = nullptr;
+    const std::string who = "rank " + std::to_string(rank) + ": ";
+    if (ccGroupStart() != ccSuccess) return ranks.fail(who + "ccGroupStart failed");
+    const ccResult_t queued = ccCommShrink(comm, &excluded, 1, &sub, nullptr, CC_SHRINK_DEFAULT);
+    const ccResult_t ended = ccGroupEnd();
+    if (queued != ccSuccess || ended != ccSuccess || sub == nullptr)
+      return ranks.fail(who + "shrink in a group: " + ccGetErrorString(queued) + ", " + ccGetErrorString(ended) + ": " +
+                        ccGetLastError(comm));
+    if (ccAllReduce(&v, &v, 1, ccInt32, ccSum, sub, nullptr) != ccSuccess || v != 3)
+      ranks.fail(who + "allreduce on the shrunk communicator gave " + std::to_string(v));
+    ccCommDestroy(sub);
+  });
+  EXPECT_TRUE(ranks.ok()) << ranks.failures();
+}
+
 // CC_SHRINK_ABORT on a communicator with nothing in flight: the shrunk one works, the parent is
 // revoked (its later operations are refused, saying why) and still destroyed cleanly.
 TEST(Shrink, AbortFlagRevokesTheParent) {
@@ -106,6 +133,41 @@ TEST(Shrink, AbortFlagRevokesTheParent) {
     if (r != ccInvalidUsage || !contains(ccGetLastError(comm), "CC_SHRINK_ABORT"))
       ranks.fail("rank " + std::to_string(rank) + ": the parent's allreduce after CC_SHRINK_ABORT returned " +
                  ccGetErrorString(r) + ": " + ccGetLastError(comm));
+  });
+  EXPECT_TRUE(ranks.ok()) << ranks.failures();
+}
+
+// CC_SHRINK_ABORT stops an operation in flight on another thread: ranks 0 and 1 wait in an
+// allreduce that rank 2 never joins; each shrinks by rank 2 from a second thread once its allreduce
+// is inside. The allreduce fails (stopped, or its peer left) and the new communicator works; without
+// the stop the shrink would refuse, another thread being inside.
+TEST(Shrink, AbortFlagStopsAnOperationInFlightOnAnotherThread) {
+  Watchdog dog(60, "shrink abort in flight");
+  setenv("COLLCOMM_TIMEOUT", "20", 1);
+  ThreadRanks ranks(3);
+  unsetenv("COLLCOMM_TIMEOUT");
+  ASSERT_EQ(ranks.initResult(), ccSuccess);
+  ranks.run([&](int rank, ccComm_t comm) {
+    if (rank == 2) return;
+    const std::string who = "rank " + std::to_string(rank) + ": ";
+    OpEntry entry(comm);
+    std::vector<float> buf(4096, 1.0f);
+    ccResult_t stuck = ccSuccess;
+    std::thread op([&] {
+      entry.announce();
+      stuck = ccAllReduce(buf.data(), buf.data(), buf.size(), ccFloat32, ccSum, comm, nullptr);
+    });
+    if (!entry.waitInside()) ranks.fail(who + "the allreduce never got inside");
+    int excluded = 2;
+    ccComm_t sub = nullptr;
+    const ccResult_t r = ccCommShrink(comm, &excluded, 1, &sub, nullptr, CC_SHRINK_ABORT);
+    op.join();
+    if (r != ccSuccess) return ranks.fail(who + "shrink: " + ccGetErrorString(r) + ": " + ccGetLastError(comm));
+    if (stuck == ccSuccess) ranks.fail(who + "the allreduce without rank 2 succeeded");
+    int v = rank + 1;
+    if (ccAllReduce(&v, &v, 1, ccInt32, ccSum, sub, nullptr) != ccSuccess || v != 3)
+      ranks.fail(who + "allreduce on the shrunk communicator gave " + std::to_string(v));
+    ccCommDestroy(sub);
   });
   EXPECT_TRUE(ranks.ok()) << ranks.failures();
 }
