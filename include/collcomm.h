@@ -148,7 +148,9 @@ ccResult_t ccCommSplit(ccComm_t comm, int color, int key, ccComm_t* newcomm, ccC
  * by all its ranks) or CC_SHRINK_ABORT (first stops comm's operations in flight, on any thread,
  * and drops its queued ones, as after a failure: comm is then revoked, see ccCommRevoke). Runs to
  * completion (a non-blocking comm's too); inside a group, CC_SHRINK_DEFAULT runs with comm's share
- * of the group as ccCommSplit does. Ranks that name different lists get ccInvalidUsage. */
+ * of the group as ccCommSplit does. A rank whose list differs gets ccInvalidUsage on the ranks that
+ * hear of it where they agree on the lowest remaining rank; otherwise the shrinks end at the
+ * timeout, naming a rank that never answered. A revoked (ccCommRevoke) comm cannot be shrunk. */
 #define CC_SHRINK_DEFAULT 0
 #define CC_SHRINK_ABORT 1
 ccResult_t ccCommShrink(ccComm_t comm, int* excludeRanksList, int excludeRanksCount, ccComm_t* newcomm,

@@ -140,10 +140,12 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollcomm::shrink(const std::vector
   if (flags == CC_SHRINK_ABORT) {
     // Here, not on the worker, which may be stuck in an operation with the dead rank: ccCommShrink
     // stops that operation, and the worker fails what is queued without calling in (aborted_).
+    // shutdownMutex_, not commMutex_, keeps comm_ alive meanwhile, so that abort() from another
+    // thread still gets through (its ccCommRevoke ends a shrink that hangs).
+    std::lock_guard<std::mutex> lock(shutdownMutex_);
+    TORCH_CHECK(!shutDown_ && comm_ != nullptr, "collcomm: the process group '", name_, "' was shut down");
     aborted_.store(true);
     if (gpu_) gpu_->abort();
-    std::lock_guard<std::mutex> lock(commMutex_);
-    TORCH_CHECK(comm_ != nullptr, "collcomm: the process group '", name_, "' was shut down");
     const ccResult_t res = shrinkOn(comm_);
     if (res != ccSuccess) {
       const char* detail = ccGetLastError(comm_);

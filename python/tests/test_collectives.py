@@ -301,20 +301,22 @@ def test_split_group(world):
 
 
 def check_shrink_group(rank, world, gloo):
-    # torch's shrink_group reaches the backend's shrink (ccCommShrink): the last rank is excluded
-    # and takes no part; the others get a new default group, the remaining ranks in their order.
-    if rank == world - 1:
+    # torch's shrink_group reaches the backend's shrink (ccCommShrink): rank 1 is excluded and takes
+    # no part; the others get a new default group, the remaining ranks renumbered in their order.
+    excluded = 1
+    if rank == excluded:
         return
     c10d = dist.distributed_c10d
-    shrunk = c10d.shrink_group([world - 1])
+    remaining = [r for r in range(world) if r != excluded]
+    shrunk = c10d.shrink_group([excluded])
     assert shrunk is c10d._get_default_group()
-    assert (dist.get_rank(), dist.get_world_size()) == (rank, world - 1)
+    assert (shrunk.rank(), shrunk.size()) == (remaining.index(rank), world - 1)
     t = torch.full((1001,), float(rank + 1))
-    dist.all_reduce(t)
-    assert t.tolist() == [float(sum(range(1, world)))] * 1001
+    dist.all_reduce(t, group=shrunk)
+    assert t.tolist() == [float(sum(r + 1 for r in remaining))] * 1001
     b = torch.full((3,), float(rank))
-    dist.broadcast(b, src=world - 2)
-    assert b.tolist() == [float(world - 2)] * 3
+    dist.broadcast(b, group=shrunk, group_src=len(remaining) - 1)
+    assert b.tolist() == [float(remaining[-1])] * 3
 
 
 @pytest.mark.parametrize("world", [3, 4])

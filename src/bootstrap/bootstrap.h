@@ -14,7 +14,7 @@
 // within one process), plus one socket per remote process it exchanged messages with.
 //
 // Threading: a Bootstrap is used by one thread at a time (the communicator's control path), except
-// abort(), which any thread may call to make blocked calls return promptly.
+// abort(), interrupt() and resume(), which any thread may call to make blocked calls return promptly.
 // Every call blocks at most until its deadline, then returns Status::kTimeout with a sentence
 // naming the peer rank and host it was waiting for.
 #pragma once

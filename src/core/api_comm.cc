@@ -108,27 +108,51 @@ bool waitIdle(ccComm* comm, int selfHolds, std::chrono::milliseconds limit) {
   return true;
 }
 
-// ccCommRevoke's stop, with the bootstrap interrupted until they left instead of aborted:
-// operations in flight on any thread see the flag (or, inside a setup exchange, the interruption)
-// and leave, queued ones are dropped, later ones are refused; the bootstrap stays for `call`. Fails if an operation
-// is still inside after about a second, or the communicator's init never finished.
-Status stopOperations(ccComm* comm, const char* call) {
+// How long ccCommShrink's CC_SHRINK_ABORT waits for operations in flight and queued work to stop.
+// They see the flag within milliseconds; the margin is for a loaded machine.
+constexpr std::chrono::milliseconds kStopLimit{5000};
+
+// What ccCommRevoke and CC_SHRINK_ABORT raise first: operations in flight see the flag (kernels the
+// executor's abort word) and leave, later ones are refused.
+void raiseStop(ccComm* comm) {
   comm->revoked.store(true);
   comm->abortFlag.store(1);
   if (comm->gpu()) comm->gpu()->abort();
+}
+
+// CC_SHRINK_ABORT's stop: ccCommRevoke's, with the bootstrap interrupted until the operations left
+// instead of aborted (an operation inside a setup exchange leaves too), and the queued work dropped;
+// the bootstrap then serves the shrink. Fails if an operation is still inside after kStopLimit.
+Status stopOperations(ccComm* comm) {
+  raiseStop(comm);
   comm->interruptBootstrap(true);
+  struct Resume {
+    ccComm* comm;
+    ~Resume() { comm->interruptBootstrap(false); }
+  } resume{comm};
   if (comm->worker) {
     comm->worker->stop();
-    if (!comm->worker->waitAll(std::chrono::milliseconds(900)))
-      return CC_ERROR(Status::kInvalidUsage, "%s: rank %d's queued work did not stop within 0.9 s", call, comm->rank);
+    if (!comm->worker->waitAll(kStopLimit))
+      return CC_ERROR(Status::kInvalidUsage, "ccCommShrink: rank %d's queued work did not stop within %.0f s",
+                      comm->rank, kStopLimit.count() / 1000.0);
   }
-  if (!waitIdle(comm, 1, std::chrono::milliseconds(900)))
-    return CC_ERROR(Status::kInvalidUsage, "%s: another thread is still inside rank %d's communicator after 0.9 s",
-                    call, comm->rank);
-  if (!comm->bootstrap || !comm->executor)
-    return CC_ERROR(Status::kInvalidUsage, "%s: rank %d's communicator never finished its initialisation", call,
+  if (!waitIdle(comm, 1, kStopLimit))
+    return CC_ERROR(Status::kInvalidUsage,
+                    "ccCommShrink: another thread is still inside rank %d's communicator after %.0f s", comm->rank,
+                    kStopLimit.count() / 1000.0);
+  return kOk;
+}
+
+// CC_SHRINK_DEFAULT's condition: nothing queued and no operation in flight on another thread (it
+// would use the bootstrap beside the shrink).
+Status checkQuiet(ccComm* comm) {
+  CC_CHECK(checkNoWorkInProgress(comm, "ccCommShrink"));
+  heavyFence(comm->asymmetricFence);
+  if (comm->opsBusy.load(std::memory_order_acquire) != 0)
+    return CC_ERROR(Status::kInvalidUsage,
+                    "ccCommShrink: another thread is inside an operation of rank %d's communicator; "
+                    "CC_SHRINK_DEFAULT needs none (CC_SHRINK_ABORT stops it)",
                     comm->rank);
-  comm->interruptBootstrap(false);  // nothing else uses it now: operations are refused
   return kOk;
 }
 
@@ -191,6 +215,11 @@ ccResult_t ccCommSplit(ccComm_t comm, int color, int key, ccComm_t* newcomm, ccC
       // Outside a group the split runs here, non-blocking parent or not: the new communicator
       // comes back ready.
       s = checkNoWorkInProgress(comm, "ccCommSplit");
+      if (isOk(s) && comm->revoked.load())
+        s = CC_ERROR(Status::kInvalidUsage,
+                     "ccCommSplit: rank %d's communicator was revoked (ccCommRevoke, or ccCommShrink with "
+                     "CC_SHRINK_ABORT); destroy it, or shrink it",
+                     comm->rank);
       if (isOk(s)) s = commSplit(comm, color, key, cfg, newcomm);
     }
   }
@@ -212,23 +241,22 @@ ccResult_t ccCommShrink(ccComm_t comm, int* excludeRanksList, int excludeRanksCo
     cfg = comm->config;
     if (config != nullptr) s = resolveConfig(config, &cfg);
   }
-  if (isOk(s) && shrinkFlags == CC_SHRINK_ABORT) {
-    if (groupDepth() > 0)
-      s = CC_ERROR(Status::kInvalidUsage,
-                   "ccCommShrink: CC_SHRINK_ABORT inside a group; call it outside ccGroupStart/ccGroupEnd");
-    else
-      s = stopOperations(comm, "ccCommShrink");
+  const bool grouped = groupDepth() > 0;
+  if (isOk(s) && shrinkFlags == CC_SHRINK_ABORT && grouped)
+    s = CC_ERROR(Status::kInvalidUsage,
+                 "ccCommShrink: CC_SHRINK_ABORT inside a group; call it outside ccGroupStart/ccGroupEnd");
+  if (isOk(s) && !grouped) s = checkShrinkable(comm);
+  // A call refused so far sends nothing: its peers' shrinks end at their timeout, naming this rank.
+  if (!isOk(s)) return scope.finish(s);
+  if (grouped) {
+    // Runs with the parent's share of the group, as ccCommSplit does.
+    *newcomm = nullptr;
+    return scope.finish(groupQueueJob(comm, [=] { return commShrink(comm, excluded, cfg, kOk, newcomm); }));
   }
-  if (isOk(s)) {
-    if (groupDepth() > 0) {
-      *newcomm = nullptr;
-      s = groupQueueJob(comm, [=] { return commShrink(comm, excluded, cfg, newcomm); });
-    } else {
-      if (shrinkFlags == CC_SHRINK_DEFAULT) s = checkNoWorkInProgress(comm, "ccCommShrink");
-      if (isOk(s)) s = commShrink(comm, excluded, cfg, newcomm);
-    }
-  }
-  return scope.finish(s);
+  // Outside a group it runs here, non-blocking parent or not. A rank whose stop or whose parent is
+  // not quiet still takes part, to refuse: its peers then fail at once, saying why.
+  const Status local = shrinkFlags == CC_SHRINK_ABORT ? stopOperations(comm) : checkQuiet(comm);
+  return scope.finish(commShrink(comm, excluded, cfg, local, newcomm));
 }
 
 ccResult_t ccCommFinalize(ccComm_t comm) {
@@ -327,9 +355,7 @@ ccResult_t ccCommRevoke(ccComm_t comm, int revokeFlags) {
   // executor's abort word, an init still running its bootstrap's abort. The connections stay
   // the operations' own (another thread may be inside one): an operation that stops tells its
   // peers itself (failOp), and ccCommDestroy/ccCommAbort tell them the rest.
-  comm->revoked.store(true);
-  comm->abortFlag.store(1);
-  if (comm->gpu()) comm->gpu()->abort();
+  raiseStop(comm);
   (void)comm->abortBootstrap();
   return scope.finish(kOk);
 }

@@ -10,6 +10,7 @@ Status ccComm::adoptBootstrap(std::unique_ptr<Bootstrap> made) {
   // sees the flag.
   if (abortFlag.load() == 0) return kOk;
   bootstrap->abort();
+  bootstrapAborted_ = true;
   return CC_ERROR(Status::kRemoteError, "rank %d's communicator was aborted during its initialisation", rank);
 }
 
@@ -17,7 +18,13 @@ bool ccComm::abortBootstrap() {
   std::lock_guard<std::mutex> lock(bootstrapMu_);
   if (!bootstrap) return false;
   bootstrap->abort();
+  bootstrapAborted_ = true;
   return true;
+}
+
+bool ccComm::bootstrapUsable() {
+  std::lock_guard<std::mutex> lock(bootstrapMu_);
+  return bootstrap && !bootstrapAborted_;
 }
 
 void ccComm::interruptBootstrap(bool on) {

@@ -173,6 +173,7 @@ struct ccComm {
 
   std::atomic<uint32_t> abortFlag{0};
   std::atomic<bool> revoked{false};  // abortFlag was set by ccCommRevoke: the handle stays valid
+  std::atomic<bool> ready{false};    // commSetup finished: bootstrap, connections and executor are made
   std::atomic<int> asyncError{ccSuccess};
   std::atomic<int> busy{0};  // API calls in flight (ccCommAbort waits for them to leave)
   // Operations in flight, from OpScope (api_scope.h): written by the operations' thread with
@@ -206,9 +207,12 @@ struct ccComm {
   // Any thread: the bootstrap's calls return promptly while `on` (Bootstrap::interrupt/resume:
   // ccCommShrink's stop); false: they work again.
   void interruptBootstrap(bool on);
+  // Whether the bootstrap exists and abortBootstrap has not ended it (ccCommRevoke, ccCommAbort).
+  bool bootstrapUsable();
 
  private:
-  std::mutex bootstrapMu_;  // bootstrap's installation against abortBootstrap
+  std::mutex bootstrapMu_;         // bootstrap's installation against abortBootstrap
+  bool bootstrapAborted_ = false;  // under bootstrapMu_
 
  public:
   // Made on first need (core/async.h, core/group.cc). Last member: destroyed (stopped and joined)

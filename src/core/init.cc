@@ -256,7 +256,9 @@ ccComm* newComm(int nranks, int rank, const CommConfig& config) {
   return comm;
 }
 
-Status commSetup(ccComm* comm, const UniqueIdData& id) {
+namespace {
+
+Status setupSteps(ccComm* comm, const UniqueIdData& id) {
   const int rank = comm->rank, nranks = comm->nranks;
   const CommConfig& config = comm->config;
   logEffectiveParams();
@@ -325,6 +327,14 @@ Status commSetup(ccComm* comm, const UniqueIdData& id) {
                                             : DirectReach::kInProcess;
   CC_CHECK(makeHostExecutor(executorSetup(comm), &comm->executor));
   logSummary(comm);
+  return kOk;
+}
+
+}  // namespace
+
+Status commSetup(ccComm* comm, const UniqueIdData& id) {
+  CC_CHECK(setupSteps(comm, id));
+  comm->ready.store(true, std::memory_order_release);
   return kOk;
 }
 

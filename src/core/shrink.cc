@@ -20,17 +20,28 @@ constexpr int kListedRanks = 8;                             // ranks a message l
 // others, so that a refusal decided at the lowest's deadline still reaches it.
 constexpr double kAnswerGraceSeconds = 5.0;
 
-// What a remaining rank excludes, as it tells the lowest remaining rank.
+// What a remaining rank excludes, as it tells the lowest remaining rank; or that it cannot take part.
 struct ShrinkProposal {
   uint64_t excludedHash;
   int32_t excludedCount;
+  int32_t refused;                 // 0, or the Status of this rank's own failure (it takes no part)
   int32_t excluded[kListedRanks];  // the first ones, for the sentence
 };
 
-// The lowest remaining rank's answer: go (kSuccess, and the id) or the reason it refuses.
+// What the lowest remaining rank decided.
+enum class Verdict : int32_t {
+  kAgreed,       // the id follows
+  kListsDiffer,  // culprit names other ranks
+  kNotHeard,     // no proposal came from culprit (status: the wait's)
+  kRefused,      // culprit could not take part (status: its failure)
+  kNoId,         // the lowest could not make the id
+};
+
+// The lowest remaining rank's answer.
 struct ShrinkAnswer {
   int32_t status;
-  int32_t culprit;  // the rank that named other ranks, or that it could not hear from
+  Verdict verdict;
+  int32_t culprit;
   ShrinkProposal lowest;
   UniqueIdData id;
 };
@@ -60,75 +71,110 @@ std::string listOf(const ShrinkProposal& p) {
 
 // Each pair of ranks that talks in a shrink (the lowest remaining rank and another) counts the
 // shrinks it talked in: the count, not a count of all shrinks, makes the tag, since each shrink is
-// called by other ranks. Ranks that disagree on the lowest one (they exclude different ranks) may
-// leave a pair's counts apart; a later shrink between them then times out naming the peer.
+// called by other ranks. Both sides count every shrink that got past its arguments, a refused one
+// too; a call refused at its arguments, or ranks that disagree on who is lowest (they exclude
+// different ranks), leave a pair's counts apart, and a later shrink between them times out.
 uint64_t shrinkTag(ccComm* parent, int peer) {
   if (parent->shrinksWith.empty()) parent->shrinksWith.assign(static_cast<size_t>(parent->nranks), 0);
   return kShrinkTagBase | parent->shrinksWith[static_cast<size_t>(peer)]++;
 }
 
-// The lowest remaining rank: hears every other remaining rank, then answers each.
-Status agreeAsLowest(ccComm* parent, const std::vector<int>& members, const ShrinkProposal& mine, UniqueIdData* id) {
+// The lowest remaining rank: hears every other remaining rank, then answers each. `local` not ok:
+// this rank cannot take part, and says so to each without waiting for them.
+Status agreeAsLowest(ccComm* parent, const std::vector<int>& members, const ShrinkProposal& mine, Status local,
+                     UniqueIdData* id) {
   const Deadline deadline = Deadline::afterSeconds(parent->config.timeoutSeconds);
   const char* const* host = parent->hostNames.data();
   ShrinkAnswer answer{};
-  answer.culprit = -1;
+  answer.verdict = isOk(local) ? Verdict::kAgreed : Verdict::kRefused;
+  answer.culprit = isOk(local) ? -1 : parent->rank;
   answer.lowest = mine;
   std::vector<uint64_t> tags(members.size());
   for (size_t i = 1; i < members.size(); ++i) tags[i] = shrinkTag(parent, members[i]);
-  Status agreed = kOk;
+  Status agreed = local;
   for (size_t i = 1; i < members.size() && isOk(agreed); ++i) {
+    const int r = members[i];
     ShrinkProposal theirs{};
-    agreed = parent->bootstrap->recv(members[i], tags[i], &theirs, sizeof(theirs), deadline);
-    if (isOk(agreed) && !sameRanks(theirs, mine))
+    agreed = parent->bootstrap->recv(r, tags[i], &theirs, sizeof(theirs), deadline);
+    if (!isOk(agreed))
+      answer.verdict = Verdict::kNotHeard;
+    else if (theirs.refused != 0) {
+      const Status failure = static_cast<Status>(theirs.refused);
+      agreed = CC_ERROR(failure, "ccCommShrink: rank %d (host %s) could not take part: its own call failed (%s)", r,
+                        host[r], ccGetErrorString(toResult(failure)));
+      answer.verdict = Verdict::kRefused;
+    } else if (!sameRanks(theirs, mine)) {
       agreed = CC_ERROR(Status::kInvalidUsage,
                         "ccCommShrink: rank %d (host %s) excludes ranks %s and rank %d (host %s) ranks %s; every "
                         "remaining rank must name the same ranks",
-                        members[i], host[members[i]], listOf(theirs).c_str(), parent->rank, host[parent->rank],
-                        listOf(mine).c_str());
-    if (!isOk(agreed)) answer.culprit = members[i];
+                        r, host[r], listOf(theirs).c_str(), parent->rank, host[parent->rank], listOf(mine).c_str());
+      answer.verdict = Verdict::kListsDiffer;
+    }
+    if (!isOk(agreed)) answer.culprit = r;
   }
   if (isOk(agreed)) {
     // Not createUniqueId: under COLLCOMM_COMM_ID that would hand out the parent's root and secret.
     agreed = createRandomUniqueId(&answer.id);
-    if (!isOk(agreed)) answer.culprit = parent->rank;
+    if (!isOk(agreed)) {
+      answer.verdict = Verdict::kNoId;
+      answer.culprit = parent->rank;
+    }
   }
   answer.status = static_cast<int32_t>(agreed);
-  // Every remaining rank hears the outcome, also those heard from before a refusal; a send that
-  // fails leaves that rank to its own deadline (it was alive a moment ago, or never answered).
+  // Every remaining rank hears the outcome, also those heard from before a refusal, with time of its
+  // own (the wait above may have used all of the deadline); a send that fails leaves that rank to
+  // its own deadline.
+  const Deadline answering = Deadline::afterSeconds(kAnswerGraceSeconds);
   for (size_t i = 1; i < members.size(); ++i)
-    (void)parent->bootstrap->send(members[i], tags[i], &answer, sizeof(answer), deadline);
+    (void)parent->bootstrap->send(members[i], tags[i], &answer, sizeof(answer), answering);
   *id = answer.id;
   return agreed;
 }
 
-// Any other remaining rank: tells the lowest what it excludes and waits for the answer.
-Status agreeWithLowest(ccComm* parent, int lowest, const ShrinkProposal& mine, UniqueIdData* id) {
-  const uint64_t tag = shrinkTag(parent, lowest);
-  const double timeout = parent->config.timeoutSeconds;
-  const Deadline deadline = Deadline::afterSeconds(timeout > 0 ? timeout + kAnswerGraceSeconds : 0);
-  const char* const* host = parent->hostNames.data();
-  CC_CHECK(parent->bootstrap->send(lowest, tag, &mine, sizeof(mine), deadline));
-  ShrinkAnswer answer{};
-  CC_CHECK(parent->bootstrap->recv(lowest, tag, &answer, sizeof(answer), deadline));
+// The sentence of a remaining rank whose lowest rank refused the shrink.
+Status refusedBy(ccComm* parent, int lowest, const ShrinkAnswer& answer, const ShrinkProposal& mine) {
   const Status s = static_cast<Status>(answer.status);
-  if (isOk(s)) {
-    *id = answer.id;
-    return kOk;
-  }
+  const char* const* host = parent->hostNames.data();
   const int c = answer.culprit;
-  if (s == Status::kInvalidUsage)
-    return CC_ERROR(s,
-                    "ccCommShrink: rank %d (host %s) excludes other ranks than rank %d (host %s), which excludes %s "
-                    "(this rank: %s); every remaining rank must name the same ranks",
-                    c, host[c], lowest, host[lowest], listOf(answer.lowest).c_str(), listOf(mine).c_str());
-  if (c == lowest)
-    return CC_ERROR(s, "ccCommShrink: rank %d (host %s), the lowest remaining rank, could not make the new id (%s)",
-                    lowest, host[lowest], ccGetErrorString(toResult(s)));
+  switch (answer.verdict) {
+    case Verdict::kListsDiffer:
+      return CC_ERROR(s,
+                      "ccCommShrink: rank %d (host %s) excludes other ranks than rank %d (host %s), which excludes %s "
+                      "(this rank: %s); every remaining rank must name the same ranks",
+                      c, host[c], lowest, host[lowest], listOf(answer.lowest).c_str(), listOf(mine).c_str());
+    case Verdict::kRefused:
+      return CC_ERROR(s, "ccCommShrink: rank %d (host %s)%s could not take part: its own call failed (%s)", c, host[c],
+                      c == lowest ? ", the lowest remaining rank," : "", ccGetErrorString(toResult(s)));
+    case Verdict::kNoId:
+      return CC_ERROR(s, "ccCommShrink: rank %d (host %s), the lowest remaining rank, could not make the new id (%s)",
+                      lowest, host[lowest], ccGetErrorString(toResult(s)));
+    case Verdict::kAgreed:
+    case Verdict::kNotHeard:
+      break;
+  }
   return CC_ERROR(s,
                   "ccCommShrink: rank %d (host %s), the lowest remaining rank, did not hear from rank %d (host %s) "
                   "(%s): every rank not excluded must call ccCommShrink, and a dead one must be excluded",
                   lowest, host[lowest], c, host[c], ccGetErrorString(toResult(s)));
+}
+
+// Any other remaining rank: tells the lowest what it excludes and waits for the answer. `local` not
+// ok: says it cannot take part, and waits for nothing.
+Status agreeWithLowest(ccComm* parent, int lowest, ShrinkProposal mine, Status local, UniqueIdData* id) {
+  const uint64_t tag = shrinkTag(parent, lowest);
+  mine.refused = static_cast<int32_t>(local);
+  if (!isOk(local)) {
+    (void)parent->bootstrap->send(lowest, tag, &mine, sizeof(mine), Deadline::afterSeconds(kAnswerGraceSeconds));
+    return local;
+  }
+  const double timeout = parent->config.timeoutSeconds;
+  const Deadline deadline = Deadline::afterSeconds(timeout > 0 ? timeout + kAnswerGraceSeconds : 0);
+  CC_CHECK(parent->bootstrap->send(lowest, tag, &mine, sizeof(mine), deadline));
+  ShrinkAnswer answer{};
+  CC_CHECK(parent->bootstrap->recv(lowest, tag, &answer, sizeof(answer), deadline));
+  if (answer.status != static_cast<int32_t>(kOk)) return refusedBy(parent, lowest, answer, mine);
+  *id = answer.id;
+  return kOk;
 }
 
 }  // namespace
@@ -156,7 +202,24 @@ Status checkExcludedRanks(const ccComm* parent, const int* excludeRanks, int cou
   return kOk;  // not every rank: this one is not excluded
 }
 
-Status commShrink(ccComm* parent, const std::vector<int>& excluded, const CommConfig& config, ccComm** out) {
+Status checkShrinkable(ccComm* parent) {
+  if (!parent->ready.load(std::memory_order_acquire))
+    return CC_ERROR(Status::kInvalidUsage,
+                    "ccCommShrink: rank %d's communicator has not finished its initialisation (non-blocking: poll "
+                    "ccCommGetAsyncError until it is ccSuccess; if it failed, destroy it)",
+                    parent->rank);
+  if (!parent->bootstrapUsable())
+    return CC_ERROR(Status::kInvalidUsage,
+                    "ccCommShrink: rank %d's communicator was revoked (ccCommRevoke) or aborted, which ends what "
+                    "ccCommShrink talks over; ccCommShrink with CC_SHRINK_ABORT is the call that stops a "
+                    "communicator and shrinks it",
+                    parent->rank);
+  return kOk;
+}
+
+Status commShrink(ccComm* parent, const std::vector<int>& excluded, const CommConfig& config, Status local,
+                  ccComm** out) {
+  if (isOk(local)) local = checkShrinkable(parent);
   std::vector<int> members;  // the new communicator's ranks, in the parent's order
   for (int r = 0, e = 0; r < parent->nranks; ++r) {
     if (e < static_cast<int>(excluded.size()) && excluded[e] == r)
@@ -167,10 +230,22 @@ Status commShrink(ccComm* parent, const std::vector<int>& excluded, const CommCo
   const int newRank = static_cast<int>(std::find(members.begin(), members.end(), parent->rank) - members.begin());
   const ShrinkProposal mine = proposalOf(excluded);
   UniqueIdData id{};
+  if (!isOk(local)) {
+    // This rank takes part only to refuse, where it can talk at all; its own sentence stays.
+    if (parent->ready.load(std::memory_order_acquire) && parent->bootstrapUsable()) {
+      const std::string why = threadLastError();
+      if (newRank == 0)
+        (void)agreeAsLowest(parent, members, mine, local, &id);
+      else
+        (void)agreeWithLowest(parent, members[0], mine, local, &id);
+      setThreadLastError(why);
+    }
+    return local;
+  }
   if (newRank == 0)
-    CC_CHECK(agreeAsLowest(parent, members, mine, &id));
+    CC_CHECK(agreeAsLowest(parent, members, mine, kOk, &id));
   else
-    CC_CHECK(agreeWithLowest(parent, members[0], mine, &id));
+    CC_CHECK(agreeWithLowest(parent, members[0], mine, kOk, &id));
   return commInit(out, static_cast<int>(members.size()), id, newRank, config);
 }
 

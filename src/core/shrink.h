@@ -9,15 +9,22 @@
 
 namespace collcomm::detail {
 
-// The excluded ranks, sorted, once each; or a sentence: one out of range or named twice, this rank
-// itself, or every rank.
+// The excluded ranks, sorted, once each; or a sentence: one out of range or named twice, or this
+// rank itself.
 Status checkExcludedRanks(const ccComm* parent, const int* excludeRanks, int count, std::vector<int>* sorted);
+
+// Whether `parent` can be shrunk at all: its init finished and its bootstrap was not ended
+// (ccCommRevoke, ccCommAbort).
+Status checkShrinkable(ccComm* parent);
 
 // Run by each remaining rank with the same `excluded` (checkExcludedRanks'): the lowest remaining
 // rank checks that every other one names the same ranks, then hands them a fresh unique id, and
-// they initialise the new communicator, ranked in the parent's order. A rank that names other
-// ranks gets ccInvalidUsage on every rank that heard of it; a remaining rank that never calls, the
-// parent's timeout naming it. The excluded ranks take no part (they may be dead).
-Status commShrink(ccComm* parent, const std::vector<int>& excluded, const CommConfig& config, ccComm** out);
+// they initialise the new communicator, ranked in the parent's order. The excluded ranks take no
+// part (they may be dead). A remaining rank whose own part failed before (`local`: its stop, a
+// parent not quiet) still tells the lowest, so every rank fails at once naming it; where ranks
+// name different lists, the lowest names one that differs (ccInvalidUsage) if they agree on who is
+// lowest, else the shrinks end at the parent's timeout naming a rank that never answered.
+Status commShrink(ccComm* parent, const std::vector<int>& excluded, const CommConfig& config, Status local,
+                  ccComm** out);
 
 }  // namespace collcomm::detail

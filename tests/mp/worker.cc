@@ -590,6 +590,9 @@ int runDieShrink(ccComm_t comm, int rank, int nranks, int victim) {
   say("allreduce with rank %d gone returned %s: %s", victim, ccGetErrorString(r), msg.c_str());
   if (r != ccRemoteError && r != ccTimeout)
     return fail(std::string("the allreduce with a dead rank returned ") + ccGetErrorString(r));
+  // Named directly, or as the cause a peer left for ("rank V (host H) exited, and rank ...").
+  if (msg.find("rank " + std::to_string(victim) + " (host ") == std::string::npos)
+    return fail("the allreduce's sentence does not name the dead rank: \"" + msg + "\"");
   const auto t0 = std::chrono::steady_clock::now();
   ccComm_t sub = nullptr;
   r = ccCommShrink(comm, &victim, 1, &sub, nullptr, CC_SHRINK_ABORT);

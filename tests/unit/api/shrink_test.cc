@@ -172,6 +172,59 @@ TEST(Shrink, AbortFlagStopsAnOperationInFlightOnAnotherThread) {
   EXPECT_TRUE(ranks.ok()) << ranks.failures();
 }
 
+// A rank whose own part fails still tells the lowest remaining rank, so every rank fails at once
+// naming it: rank 1 calls CC_SHRINK_DEFAULT while another of its threads is inside a send to rank 3
+// (which never receives), which that flag refuses.
+TEST(Shrink, ARankThatCannotTakePartIsNamedByEveryRank) {
+  Watchdog dog(60, "shrink refused");
+  setenv("COLLCOMM_TIMEOUT", "20", 1);
+  ThreadRanks ranks(4);
+  unsetenv("COLLCOMM_TIMEOUT");
+  ASSERT_EQ(ranks.initResult(), ccSuccess);
+  ranks.run([&](int rank, ccComm_t comm) {
+    if (rank == 3) return;
+    const std::string who = "rank " + std::to_string(rank) + ": ";
+    OpEntry entry(comm);
+    std::vector<float> buf(64, 1.0f);
+    std::thread sender;
+    if (rank == 1) {
+      sender = std::thread([&] {
+        entry.announce();
+        (void)ccSend(buf.data(), buf.size(), ccFloat32, 3, comm, nullptr);
+      });
+      if (!entry.waitInside()) ranks.fail(who + "the send never got inside");
+    }
+    int excluded = 3;
+    ccComm_t sub = nullptr;
+    const ccResult_t r = ccCommShrink(comm, &excluded, 1, &sub, nullptr, CC_SHRINK_DEFAULT);
+    const std::string msg = ccGetLastError(comm);
+    const char* want = rank == 1 ? "another thread is inside an operation" : "rank 1 (host ";
+    if (r != ccInvalidUsage || sub != nullptr || msg.find(want) == std::string::npos ||
+        (rank != 1 && msg.find("could not take part") == std::string::npos))
+      ranks.fail(who + ccGetErrorString(r) + ": " + msg);
+    if (rank == 1) {
+      ccCommRevoke(comm, CC_REVOKE_DEFAULT);  // ends the send
+      sender.join();
+    }
+  });
+  EXPECT_TRUE(ranks.ok()) << ranks.failures();
+}
+
+// After ccCommRevoke a communicator cannot be shrunk (revoking ends what the shrink talks over):
+// refused at once with a sentence saying to use CC_SHRINK_ABORT.
+TEST(Shrink, ARevokedCommunicatorIsRefused) {
+  Watchdog dog(60, "shrink revoked");
+  ThreadRanks ranks(2);
+  ASSERT_EQ(ranks.initResult(), ccSuccess);
+  ccComm_t comm = ranks.comm(0);
+  ASSERT_EQ(ccCommRevoke(comm, CC_REVOKE_DEFAULT), ccSuccess);
+  int excluded = 1;
+  ccComm_t sub = nullptr;
+  EXPECT_EQ(ccCommShrink(comm, &excluded, 1, &sub, nullptr, CC_SHRINK_ABORT), ccInvalidUsage);
+  EXPECT_TRUE(contains(ccGetLastError(comm), "CC_SHRINK_ABORT is the call")) << ccGetLastError(comm);
+  EXPECT_EQ(sub, nullptr);
+}
+
 // Rank 2 excludes ranks 1 and 3 where ranks 0 and 1 exclude rank 3 only: the lowest remaining rank
 // (0 in every view) refuses, and every rank that took part returns ccInvalidUsage naming rank 2.
 TEST(Shrink, RanksThatNameDifferentListsAreRefused) {
