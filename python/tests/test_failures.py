@@ -36,12 +36,13 @@ def _rank(rank, world, store_path, out_dir):
     dist.destroy_process_group()
 
 
-def test_killed_rank_is_named():
-    world = 3
+def _run_with_a_victim(target, world, victim):
+    """Runs target(rank, world, store_path, out_dir) on `world` spawned processes, of which `victim`
+    kills itself; returns the processes and out_dir once all have ended (killed at a deadline)."""
     out_dir = tempfile.mkdtemp(prefix="collcomm_torch_fail_")
     store_path = os.path.join(out_dir, "store")
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_rank, args=(r, world, store_path, out_dir)) for r in range(world)]
+    procs = [ctx.Process(target=target, args=(r, world, store_path, out_dir)) for r in range(world)]
     for p in procs:
         p.start()
     deadline = time.monotonic() + 120
@@ -51,7 +52,13 @@ def test_killed_rank_is_named():
     for p in alive:
         p.kill()
     assert not alive, "survivors still running long after the timeout (a hang)"
-    assert procs[VICTIM].exitcode == -9
+    assert procs[victim].exitcode == -9
+    return procs, out_dir
+
+
+def test_killed_rank_is_named():
+    world = 3
+    procs, out_dir = _run_with_a_victim(_rank, world, VICTIM)
     for r in range(world):
         if r == VICTIM:
             continue
@@ -100,20 +107,7 @@ SHRINK_VICTIM = 1
 
 def test_survivors_shrink_past_a_killed_rank():
     world = 4
-    out_dir = tempfile.mkdtemp(prefix="collcomm_torch_shrink_")
-    store_path = os.path.join(out_dir, "store")
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_shrink_rank, args=(r, world, store_path, out_dir)) for r in range(world)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + 120
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-    alive = [p for p in procs if p.is_alive()]
-    for p in alive:
-        p.kill()
-    assert not alive, "survivors still running long after the timeout (a hang)"
-    assert procs[SHRINK_VICTIM].exitcode == -9
+    procs, out_dir = _run_with_a_victim(_shrink_rank, world, SHRINK_VICTIM)
     survivors = [r for r in range(world) if r != SHRINK_VICTIM]
     for r in survivors:
         assert procs[r].exitcode == 0, f"survivor {r} exited with {procs[r].exitcode}"

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +34,28 @@ int rankAfter(const std::vector<int>& excluded, int parentRank) {
   for (int r = 0; r < parentRank; ++r) n += !excludes(excluded, r);
   return n;
 }
+
+// A call on another thread that is inside the library once the constructor returns (OpEntry);
+// join() waits for it to end.
+class CallInFlight {
+ public:
+  CallInFlight(ThreadRanks& ranks, ccComm_t comm, std::function<ccResult_t()> call) : entry_(comm) {
+    thread_ = std::thread([this, call = std::move(call)] {
+      entry_.announce();
+      result_ = call();
+    });
+    if (!entry_.waitInside()) ranks.fail("a call on another thread never got inside");
+  }
+  ccResult_t join() {
+    thread_.join();
+    return result_;
+  }
+
+ private:
+  OpEntry entry_;
+  std::thread thread_;
+  ccResult_t result_ = ccSuccess;
+};
 
 // On the remaining ranks: shrinks by `excluded` (as given, in any order) and checks the new
 // communicator's size, its rank order and an exact allreduce and broadcast over it.
@@ -150,18 +174,13 @@ TEST(Shrink, AbortFlagStopsAnOperationInFlightOnAnotherThread) {
   ranks.run([&](int rank, ccComm_t comm) {
     if (rank == 2) return;
     const std::string who = "rank " + std::to_string(rank) + ": ";
-    OpEntry entry(comm);
     std::vector<float> buf(4096, 1.0f);
-    ccResult_t stuck = ccSuccess;
-    std::thread op([&] {
-      entry.announce();
-      stuck = ccAllReduce(buf.data(), buf.data(), buf.size(), ccFloat32, ccSum, comm, nullptr);
-    });
-    if (!entry.waitInside()) ranks.fail(who + "the allreduce never got inside");
+    CallInFlight op(ranks, comm,
+                    [&] { return ccAllReduce(buf.data(), buf.data(), buf.size(), ccFloat32, ccSum, comm, nullptr); });
     int excluded = 2;
     ccComm_t sub = nullptr;
     const ccResult_t r = ccCommShrink(comm, &excluded, 1, &sub, nullptr, CC_SHRINK_ABORT);
-    op.join();
+    const ccResult_t stuck = op.join();
     if (r != ccSuccess) return ranks.fail(who + "shrink: " + ccGetErrorString(r) + ": " + ccGetLastError(comm));
     if (stuck == ccSuccess) ranks.fail(who + "the allreduce without rank 2 succeeded");
     int v = rank + 1;
@@ -184,16 +203,10 @@ TEST(Shrink, ARankThatCannotTakePartIsNamedByEveryRank) {
   ranks.run([&](int rank, ccComm_t comm) {
     if (rank == 3) return;
     const std::string who = "rank " + std::to_string(rank) + ": ";
-    OpEntry entry(comm);
     std::vector<float> buf(64, 1.0f);
-    std::thread sender;
-    if (rank == 1) {
-      sender = std::thread([&] {
-        entry.announce();
-        (void)ccSend(buf.data(), buf.size(), ccFloat32, 3, comm, nullptr);
-      });
-      if (!entry.waitInside()) ranks.fail(who + "the send never got inside");
-    }
+    std::optional<CallInFlight> sender;
+    if (rank == 1)
+      sender.emplace(ranks, comm, [&] { return ccSend(buf.data(), buf.size(), ccFloat32, 3, comm, nullptr); });
     int excluded = 3;
     ccComm_t sub = nullptr;
     const ccResult_t r = ccCommShrink(comm, &excluded, 1, &sub, nullptr, CC_SHRINK_DEFAULT);
@@ -204,7 +217,7 @@ TEST(Shrink, ARankThatCannotTakePartIsNamedByEveryRank) {
       ranks.fail(who + ccGetErrorString(r) + ": " + msg);
     if (rank == 1) {
       ccCommRevoke(comm, CC_REVOKE_DEFAULT);  // ends the send
-      sender.join();
+      (void)sender->join();
     }
   });
   EXPECT_TRUE(ranks.ok()) << ranks.failures();
