@@ -6,7 +6,6 @@
 #include "core/shrink.h"
 
 #include <algorithm>
-#include <cinttypes>
 #include <string>
 
 #include "core/init.h"

@@ -161,34 +161,56 @@ TEST(Shrink, AbortFlagRevokesTheParent) {
   EXPECT_TRUE(ranks.ok()) << ranks.failures();
 }
 
-// CC_SHRINK_ABORT stops an operation in flight on another thread: ranks 0 and 1 wait in an
-// allreduce that rank 2 never joins; each shrinks by rank 2 from a second thread once its allreduce
-// is inside. The allreduce fails (stopped, or its peer left) and the new communicator works; without
-// the stop the shrink would refuse, another thread being inside.
-TEST(Shrink, AbortFlagStopsAnOperationInFlightOnAnotherThread) {
+// CC_SHRINK_ABORT stops an operation in flight on another thread: ranks 0 and 1 each start a call
+// that waits on rank 2, which never joins, and shrink by rank 2 from a second thread once the call
+// is inside. The call fails and the new communicator works; without the stop the shrink would
+// refuse, another thread being inside.
+void shrinkPastACallInFlight(const std::function<ccResult_t(ccComm_t, std::vector<float>&)>& call, bool warmUp) {
   Watchdog dog(60, "shrink abort in flight");
   setenv("COLLCOMM_TIMEOUT", "20", 1);
   ThreadRanks ranks(3);
   unsetenv("COLLCOMM_TIMEOUT");
   ASSERT_EQ(ranks.initResult(), ccSuccess);
   ranks.run([&](int rank, ccComm_t comm) {
-    if (rank == 2) return;
     const std::string who = "rank " + std::to_string(rank) + ": ";
     std::vector<float> buf(4096, 1.0f);
-    CallInFlight op(ranks, comm,
-                    [&] { return ccAllReduce(buf.data(), buf.data(), buf.size(), ccFloat32, ccSum, comm, nullptr); });
+    if (warmUp && ccAllReduce(buf.data(), buf.data(), buf.size(), ccFloat32, ccSum, comm, nullptr) != ccSuccess)
+      return ranks.fail(who + "the warm-up allreduce failed");
+    if (rank == 2) return;
+    CallInFlight op(ranks, comm, [&] { return call(comm, buf); });
     int excluded = 2;
     ccComm_t sub = nullptr;
     const ccResult_t r = ccCommShrink(comm, &excluded, 1, &sub, nullptr, CC_SHRINK_ABORT);
     const ccResult_t stuck = op.join();
     if (r != ccSuccess) return ranks.fail(who + "shrink: " + ccGetErrorString(r) + ": " + ccGetLastError(comm));
-    if (stuck == ccSuccess) ranks.fail(who + "the allreduce without rank 2 succeeded");
+    if (stuck == ccSuccess) ranks.fail(who + "the call waiting on rank 2 succeeded");
     int v = rank + 1;
     if (ccAllReduce(&v, &v, 1, ccInt32, ccSum, sub, nullptr) != ccSuccess || v != 3)
       ranks.fail(who + "allreduce on the shrunk communicator gave " + std::to_string(v));
     ccCommDestroy(sub);
   });
   EXPECT_TRUE(ranks.ok()) << ranks.failures();
+}
+
+// An allreduce waiting for rank 2's data (every connection made by a warm-up first).
+TEST(Shrink, AbortFlagStopsAnOperationWaitingForData) {
+  shrinkPastACallInFlight(
+      [](ccComm_t comm, std::vector<float>& buf) {
+        return ccAllReduce(buf.data(), buf.data(), buf.size(), ccFloat32, ccSum, comm, nullptr);
+      },
+      true);
+}
+
+// A first send to rank 2 waits inside the bootstrap exchange that sets up its connection, where
+// the abort flag is not read: the shrink interrupts the bootstrap (it failed before that: the send
+// stayed in its wait until the 20 s timeout). A send, not a receive: a receiver's half-made
+// connection, which its sender never takes, stays allocated by design (transport/p2p).
+TEST(Shrink, AbortFlagStopsAnOperationInsideAConnectionSetup) {
+  shrinkPastACallInFlight(
+      [](ccComm_t comm, std::vector<float>& buf) {
+        return ccSend(buf.data(), buf.size(), ccFloat32, 2, comm, nullptr);
+      },
+      false);
 }
 
 // A rank whose own part fails still tells the lowest remaining rank, so every rank fails at once
