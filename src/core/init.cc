@@ -332,6 +332,14 @@ Status setupSteps(ccComm* comm, const UniqueIdData& id) {
 
 }  // namespace
 
+Status checkInitialised(const ccComm* comm, const char* call) {
+  if (comm->ready.load(std::memory_order_acquire)) return kOk;
+  return CC_ERROR(Status::kInvalidUsage,
+                  "%s: rank %d's communicator has not finished its initialisation (non-blocking: poll "
+                  "ccCommGetAsyncError until it is ccSuccess; if it failed, destroy it)",
+                  call, comm->rank);
+}
+
 Status commSetup(ccComm* comm, const UniqueIdData& id) {
   CC_CHECK(setupSteps(comm, id));
   comm->ready.store(true, std::memory_order_release);

@@ -30,6 +30,10 @@ Status commSetup(ccComm* comm, const UniqueIdData& id);
 // newComm, then commSetup on this thread. On failure nothing is left behind and *out is untouched.
 Status commInit(ccComm** out, int nranks, const UniqueIdData& id, int rank, const CommConfig& config);
 
+// Refuses (`call` names the caller) a communicator whose commSetup has not finished: it runs
+// still, on a non-blocking communicator's worker, or it failed.
+Status checkInitialised(const ccComm* comm, const char* call);
+
 // Frees everything; never blocks on peers.
 void commFree(ccComm* comm);
 

@@ -202,11 +202,7 @@ Status checkExcludedRanks(const ccComm* parent, const int* excludeRanks, int cou
 }
 
 Status checkShrinkable(ccComm* parent) {
-  if (!parent->ready.load(std::memory_order_acquire))
-    return CC_ERROR(Status::kInvalidUsage,
-                    "ccCommShrink: rank %d's communicator has not finished its initialisation (non-blocking: poll "
-                    "ccCommGetAsyncError until it is ccSuccess; if it failed, destroy it)",
-                    parent->rank);
+  CC_CHECK(checkInitialised(parent, "ccCommShrink"));
   if (!parent->bootstrapUsable())
     return CC_ERROR(Status::kInvalidUsage,
                     "ccCommShrink: rank %d's communicator was revoked (ccCommRevoke) or aborted, which ends what "

@@ -24,11 +24,7 @@ struct SplitEntry {
 Status commSplit(ccComm* parent, int color, int key, const CommConfig& config, ccComm** out) {
   if (color < 0 && color != CC_SPLIT_NOCOLOR)
     return CC_ERROR(Status::kInvalidArgument, "ccCommSplit: color must be >= 0 or CC_SPLIT_NOCOLOR, not %d", color);
-  if (!parent->ready.load(std::memory_order_acquire))
-    return CC_ERROR(Status::kInvalidUsage,
-                    "ccCommSplit: rank %d's communicator has not finished its initialisation (non-blocking: poll "
-                    "ccCommGetAsyncError until it is ccSuccess; if it failed, destroy it)",
-                    parent->rank);
+  CC_CHECK(checkInitialised(parent, "ccCommSplit"));
   const Deadline deadline = Deadline::afterSeconds(parent->config.timeoutSeconds);
   std::vector<SplitEntry> entries(parent->nranks);
   entries[parent->rank] = {color, key, parent->rank};
